@@ -1,0 +1,216 @@
+#include "algorithms/algorithm.h"
+
+#include <cctype>
+#include <cstdint>
+#include <limits>
+
+#include "algorithms/builders.h"
+#include "algorithms/schedule_builder.h"
+
+namespace chorus {
+
+namespace {
+
+constexpr size_t kCollectiveCount = static_cast<size_t>(Collective::kCount);
+
+// Up to this size a collective is latency-bound everywhere: the binomial tree
+// pays 2*ceil(log2 p) message latencies against the ring's 2(p-1).
+constexpr size_t kTreeAlwaysBytes = 64 * 1024;
+// Between 64 and 256 KiB the tree's extra traffic through the root
+// (log2 p full copies instead of the ring's 2(p-1)/p) roughly balances the
+// ring's latencies. From 8 ranks on the ring's 14+ TCP latencies (tens of
+// microseconds each) still outweigh moving 256 KiB a few more times, below
+// that the ring's bandwidth wins.
+constexpr size_t kTreeManyRanksBytes = 256 * 1024;
+constexpr int kTreeManyRanks = 8;
+
+std::string Trim(const std::string& text) {
+  size_t begin = 0;
+  size_t end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return text.substr(begin, end - begin);
+}
+
+// Lower case, without '_' and '-' so "all_reduce" and "AllReduce" both work.
+std::string Normalize(const std::string& text) {
+  std::string out;
+  for (char c : Trim(text)) {
+    if (c == '_' || c == '-') continue;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+bool ParseAlgorithmName(const std::string& name, Algorithm* algo) {
+  for (Algorithm candidate : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree}) {
+    if (name == AlgorithmName(candidate)) {
+      *algo = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ParseCollectiveName(const std::string& name, Collective* coll) {
+  for (size_t i = 0; i < kCollectiveCount; ++i) {
+    if (name == CollectiveName(static_cast<Collective>(i))) {
+      *coll = static_cast<Collective>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsRooted(Collective coll) {
+  return coll == Collective::kBroadcast || coll == Collective::kReduce ||
+         coll == Collective::kGather || coll == Collective::kScatter;
+}
+
+Status ValidateArgs(const CollectiveArgs& args) {
+  if (static_cast<size_t>(args.coll) >= kCollectiveCount) {
+    return InvalidArgument("unknown collective ", static_cast<int>(args.coll));
+  }
+  if (args.nranks < 1) return InvalidArgument("nranks must be at least 1, got ", args.nranks);
+  if (args.rank < 0 || args.rank >= args.nranks) {
+    return InvalidArgument("rank ", args.rank, " out of range [0, ", args.nranks, ")");
+  }
+  if (IsRooted(args.coll) && (args.root < 0 || args.root >= args.nranks)) {
+    return InvalidArgument("root ", args.root, " out of range [0, ", args.nranks, ")");
+  }
+  if (!IsValidDataType(args.dtype) || DataTypeSize(args.dtype) == 0) {
+    return InvalidArgument("unknown data type ", static_cast<int>(args.dtype));
+  }
+  const int op = static_cast<int>(args.op);
+  if (op < static_cast<int>(ReduceOp::kSum) || op > static_cast<int>(ReduceOp::kMin)) {
+    return InvalidArgument("unknown reduction op ", op);
+  }
+  const size_t limit = std::numeric_limits<size_t>::max() / DataTypeSize(args.dtype) /
+                       static_cast<size_t>(args.nranks);
+  if (args.count > limit) {
+    return InvalidArgument("count ", args.count, " of ", DataTypeName(args.dtype), " times ",
+                           args.nranks, " ranks overflows the address space");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* AlgorithmName(Algorithm algo) {
+  switch (algo) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+  }
+  return "unknown";
+}
+
+Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
+  AlgorithmTable parsed;
+  size_t begin = 0;
+  while (begin <= spec.size()) {
+    size_t end = spec.find(';', begin);
+    if (end == std::string::npos) end = spec.size();
+    const std::string entry = Trim(spec.substr(begin, end - begin));
+    begin = end + 1;
+    if (entry.empty()) continue;
+
+    const size_t colon = entry.find(':');
+    const std::string algo_token = colon == std::string::npos ? entry : entry.substr(colon + 1);
+    Algorithm algo;
+    if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
+      return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '",
+                             spec, "' (expected ring, tree or auto)");
+    }
+    if (colon == std::string::npos) {
+      // A bare name applies to every collective that has such a builder.
+      for (size_t i = 0; i < kCollectiveCount; ++i) {
+        if (algo == Algorithm::kAuto || Supports(algo, static_cast<Collective>(i))) {
+          parsed.forced[i] = algo;
+        }
+      }
+      continue;
+    }
+    const std::string coll_token = entry.substr(0, colon);
+    Collective coll;
+    if (!ParseCollectiveName(Normalize(coll_token), &coll)) {
+      return InvalidArgument("CHORUS_ALGO: unknown collective '", Trim(coll_token), "' in '",
+                             spec, "' (expected allreduce, broadcast, reduce, allgather, "
+                             "reducescatter, alltoall, gather or scatter)");
+    }
+    parsed.forced[static_cast<size_t>(coll)] = algo;
+  }
+  *table = parsed;
+  return Status::Ok();
+}
+
+bool Supports(Algorithm algo, Collective coll) {
+  switch (algo) {
+    case Algorithm::kRing:
+      return static_cast<size_t>(coll) < kCollectiveCount;
+    case Algorithm::kTree:
+      return coll == Collective::kAllReduce || coll == Collective::kBroadcast ||
+             coll == Collective::kReduce;
+    case Algorithm::kAuto:
+      return false;
+  }
+  return false;
+}
+
+Algorithm ChooseAlgorithm(const CollectiveArgs& args, const AlgorithmTable& table) {
+  const size_t index = static_cast<size_t>(args.coll);
+  if (index < kCollectiveCount) {
+    const Algorithm forced = table.forced[index];
+    if (forced != Algorithm::kAuto) {
+      return Supports(forced, args.coll) ? forced : Algorithm::kRing;
+    }
+  }
+  if (!Supports(Algorithm::kTree, args.coll)) return Algorithm::kRing;
+  const size_t bytes = args.count * DataTypeSize(args.dtype);
+  if (bytes <= kTreeAlwaysBytes) return Algorithm::kTree;
+  if (args.nranks >= kTreeManyRanks && bytes <= kTreeManyRanksBytes) return Algorithm::kTree;
+  return Algorithm::kRing;
+}
+
+Status BuildSchedule(const CollectiveArgs& args, Algorithm algo, Schedule* out) {
+  if (algo == Algorithm::kAuto) {
+    return InvalidArgument("BuildSchedule needs a concrete algorithm: call ChooseAlgorithm");
+  }
+  if (!Supports(algo, args.coll)) {
+    return InvalidArgument("algorithm ", AlgorithmName(algo), " has no builder for ",
+                           CollectiveName(args.coll));
+  }
+  CHORUS_RETURN_IF_ERROR(ValidateArgs(args));
+
+  if (args.count == 0 || args.nranks == 1) {
+    // Nothing to move, or only our own data: a local copy (none in place).
+    ScheduleBuilder builder(args, AlgorithmName(algo), out);
+    builder.Copy(BufferRange{BufferId::kSend, 0}, BufferRange{BufferId::kRecv, 0},
+                 args.count * DataTypeSize(args.dtype));
+    return builder.Finish();
+  }
+  if (algo == Algorithm::kTree) {
+    switch (args.coll) {
+      case Collective::kAllReduce: return BuildTreeAllReduce(args, out);
+      case Collective::kBroadcast: return BuildTreeBroadcast(args, out);
+      case Collective::kReduce: return BuildTreeReduce(args, out);
+      default: break;
+    }
+  } else {
+    switch (args.coll) {
+      case Collective::kAllReduce: return BuildRingAllReduce(args, out);
+      case Collective::kBroadcast: return BuildRingBroadcast(args, out);
+      case Collective::kReduce: return BuildRingReduce(args, out);
+      case Collective::kAllGather: return BuildRingAllGather(args, out);
+      case Collective::kReduceScatter: return BuildRingReduceScatter(args, out);
+      case Collective::kAllToAll: return BuildRingAllToAll(args, out);
+      case Collective::kGather: return BuildRingGather(args, out);
+      case Collective::kScatter: return BuildRingScatter(args, out);
+      default: break;
+    }
+  }
+  return InternalError("no builder for ", CollectiveName(args.coll), " with ",
+                       AlgorithmName(algo));
+}
+
+}  // namespace chorus

@@ -1,0 +1,26 @@
+// One schedule builder per (collective, algorithm), each in its own file under
+// ring/ or tree/. BuildSchedule (algorithm.cc) validates the arguments and
+// dispatches here, so builders may assume 0 <= rank, root < nranks, count > 0,
+// nranks > 1 where they say so, and a valid dtype.
+#pragma once
+
+#include "algorithms/collective.h"
+#include "algorithms/schedule.h"
+#include "base/status.h"
+
+namespace chorus {
+
+Status BuildRingAllReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildRingBroadcast(const CollectiveArgs& args, Schedule* out);
+Status BuildRingReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildRingAllGather(const CollectiveArgs& args, Schedule* out);
+Status BuildRingReduceScatter(const CollectiveArgs& args, Schedule* out);
+Status BuildRingAllToAll(const CollectiveArgs& args, Schedule* out);
+Status BuildRingGather(const CollectiveArgs& args, Schedule* out);
+Status BuildRingScatter(const CollectiveArgs& args, Schedule* out);
+
+Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildTreeBroadcast(const CollectiveArgs& args, Schedule* out);
+Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out);
+
+}  // namespace chorus

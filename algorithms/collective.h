@@ -1,0 +1,51 @@
+// What a collective call asks for, independent of any algorithm.
+#pragma once
+
+#include <cstddef>
+
+#include "base/dtype.h"
+
+namespace chorus {
+
+enum class Collective : uint8_t {
+  kAllReduce = 0,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kCount  // number of collectives
+};
+
+const char* CollectiveName(Collective coll);  // "allreduce", "broadcast", ...
+
+// Buffer sizes follow NCCL: `count` is the per-rank count of the call, i.e.
+//   AllReduce/Broadcast/Reduce: send and recv hold count elements;
+//   AllGather/Gather: send holds count, recv holds nranks*count;
+//   ReduceScatter/Scatter: send holds nranks*count, recv holds count;
+//   AllToAll: send and recv hold nranks*count (block j <-> rank j).
+// `in_place` means the user passed aliased buffers as NCCL defines in place
+// (same pointer, or recv + rank*count for the gather/scatter families); the
+// schedule must be correct under that aliasing.
+struct CollectiveArgs {
+  Collective coll = Collective::kAllReduce;
+  size_t count = 0;
+  DataType dtype = chorusFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  int nranks = 1;
+  int rank = 0;
+  bool in_place = false;
+};
+
+// Bytes of the send and receive buffer for these args. The user's buffers
+// that NCCL ignores (recv on non-roots of Reduce/Gather, send on non-roots of
+// Broadcast/Scatter) are NOT the user's memory: the executor binds them to
+// private memory of this nominal size, so a schedule may use them as extra
+// space, but results written there are discarded.
+size_t SendBufferBytes(const CollectiveArgs& args);
+size_t RecvBufferBytes(const CollectiveArgs& args);
+
+}  // namespace chorus

@@ -1,0 +1,300 @@
+/*
+ * Chorus: collective communication for distributed deep-learning training.
+ *
+ * An NCCL-shaped C API. Every collective takes its arguments in NCCL's order
+ * and ends with (comm, stream). Buffers are host memory in this release.
+ *
+ * Error handling: every call returns a chorusResult_t. On failure a human
+ * readable message is available from chorusGetLastError(comm) (or
+ * chorusGetLastError(NULL) for errors not tied to a communicator, e.g. at
+ * init). Invalid input is rejected before anything is written.
+ *
+ * Asynchrony: a collective is enqueued on its stream and runs in stream
+ * order; chorusStreamSynchronize waits for it and returns the error of the
+ * first failed operation. Passing a NULL stream makes the call blocking.
+ *
+ * Thread safety: distinct communicators may be used concurrently from
+ * different threads. Operations on one communicator must be issued in the
+ * same order on every rank (as with NCCL).
+ */
+#ifndef CHORUS_CHORUS_H_
+#define CHORUS_CHORUS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHORUS_MAJOR 0
+#define CHORUS_MINOR 1
+#define CHORUS_PATCH 0
+/** Version as an integer: MAJOR*10000 + MINOR*100 + PATCH. */
+#define CHORUS_VERSION_CODE (CHORUS_MAJOR * 10000 + CHORUS_MINOR * 100 + CHORUS_PATCH)
+
+/** Opaque communicator handle. */
+typedef struct chorusComm* chorusComm_t;
+/** Opaque host stream handle. NULL means "blocking call". */
+typedef struct chorusStream* chorusStream_t;
+
+#define CHORUS_UNIQUE_ID_BYTES 128
+/**
+ * Rendezvous token made by chorusGetUniqueId on one rank and passed to all
+ * others out of band (MPI_Bcast, a file, ...). It holds the root's address
+ * and a random 128-bit secret every connection must prove it knows: treat
+ * it like a password.
+ */
+typedef struct {
+  char internal[CHORUS_UNIQUE_ID_BYTES];
+} chorusUniqueId;
+
+typedef enum {
+  chorusSuccess = 0,
+  chorusSystemError = 1,      /**< an OS call failed (socket, memory, thread) */
+  chorusInternalError = 2,    /**< a bug or a protocol violation */
+  chorusInvalidArgument = 3,  /**< a bad value was passed */
+  chorusInvalidUsage = 4,     /**< a call made in the wrong state */
+  chorusRemoteError = 5,      /**< a peer failed or disconnected */
+  chorusInProgress = 6,       /**< operation not finished yet (queries) */
+  chorusTimeout = 7,          /**< a deadline (CHORUS_TIMEOUT_MS) passed */
+  chorusNumResults = 8
+} chorusResult_t;
+
+typedef enum {
+  chorusInt8 = 0,
+  chorusChar = 0,
+  chorusUint8 = 1,
+  chorusInt32 = 2,
+  chorusInt = 2,
+  chorusUint32 = 3,
+  chorusInt64 = 4,
+  chorusUint64 = 5,
+  chorusFloat16 = 6,
+  chorusHalf = 6,
+  chorusFloat32 = 7,
+  chorusFloat = 7,
+  chorusFloat64 = 8,
+  chorusDouble = 8,
+  chorusBfloat16 = 9,
+  chorusNumTypes = 10
+} chorusDataType_t;
+
+/**
+ * Reduction operators. chorusAvg is Sum / nranks; for integer types the
+ * division truncates toward zero (C semantics). Ops made by
+ * chorusRedOpCreatePreMulSum have values >= chorusNumOps.
+ */
+typedef enum {
+  chorusSum = 0,
+  chorusProd = 1,
+  chorusMax = 2,
+  chorusMin = 3,
+  chorusAvg = 4,
+  chorusNumOps = 5,
+  chorusMaxRedOp = 0x7fffffff
+} chorusRedOp_t;
+
+/** Where chorusRedOpCreatePreMulSum finds its scalar. */
+typedef enum {
+  chorusScalarDevice = 0,   /**< read from *scalar at each call (host memory here) */
+  chorusScalarHostImmediate = 1  /**< read once at creation */
+} chorusScalarResidence_t;
+
+/**
+ * Communicator configuration. Initialise with CHORUS_CONFIG_INITIALIZER and
+ * set only the fields you need; unset fields fall back to the environment
+ * (CHORUS_*) and then to built-in defaults.
+ */
+typedef struct {
+  size_t size;          /**< sizeof(chorusConfig_t), set by the initializer */
+  unsigned int magic;   /**< set by the initializer */
+  unsigned int version; /**< set by the initializer */
+  int blocking;         /**< 1 (default): init returns when connected */
+  int timeoutMs;        /**< deadline of every wait; <0: CHORUS_TIMEOUT_MS */
+  int nSocks;           /**< TCP sockets per peer; <0: CHORUS_NSOCKS */
+  long long chunkBytes; /**< pipeline chunk size; <0: CHORUS_CHUNK_BYTES */
+  const char* algo;     /**< like CHORUS_ALGO; NULL: environment */
+  const char* netName;  /**< informative name of this communicator */
+} chorusConfig_t;
+
+#define CHORUS_CONFIG_MAGIC 0xc0c05u
+#define CHORUS_CONFIG_INITIALIZER                                      \
+  {                                                                    \
+    sizeof(chorusConfig_t), CHORUS_CONFIG_MAGIC, CHORUS_VERSION_CODE, \
+        1, -1, -1, -1, NULL, NULL                                      \
+  }
+
+/** Split colour meaning "not part of any new communicator". */
+#define CHORUS_SPLIT_NOCOLOR (-1)
+
+/* ---- Library and communicator management ---------------------------- */
+
+/** Writes CHORUS_VERSION_CODE of the library to *version. */
+chorusResult_t chorusGetVersion(int* version);
+
+/**
+ * Creates a rendezvous id on the calling process: it starts a listener that
+ * serves one communicator creation (until it completes or CHORUS_TIMEOUT_MS
+ * passes). The listening interface follows CHORUS_SOCKET_IFNAME.
+ */
+chorusResult_t chorusGetUniqueId(chorusUniqueId* uniqueId);
+
+/** Joins communicator `commId` as rank `rank` of `nranks` (collective). */
+chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks,
+                                  chorusUniqueId commId, int rank);
+
+/** As chorusCommInitRank with explicit configuration (config may be NULL). */
+chorusResult_t chorusCommInitRankConfig(chorusComm_t* comm, int nranks,
+                                        chorusUniqueId commId, int rank,
+                                        chorusConfig_t* config);
+
+/**
+ * Creates `ndev` communicators in this process, one per rank, ranks as
+ * threads. devlist is ignored on host builds (may be NULL).
+ */
+chorusResult_t chorusCommInitAll(chorusComm_t* comms, int ndev,
+                                 const int* devlist);
+
+/**
+ * Creates a communicator from the launcher's environment:
+ *  - rank/size from OMPI_COMM_WORLD_RANK/SIZE (mpirun), PMI_RANK/PMI_SIZE,
+ *    SLURM_PROCID/SLURM_NTASKS (srun) or RANK/WORLD_SIZE (torchrun);
+ *  - rendezvous from CHORUS_ROOT=host:port or MASTER_ADDR/MASTER_PORT:
+ *    rank 0 listens there, the others connect;
+ *  - the secret from CHORUS_SECRET (32 hex digits, the same on every rank).
+ *    Without it a secret is derived from the launcher's job id
+ *    (SLURM_JOB_ID, OMPI_MCA_ess_base_jobid, TORCHELASTIC_RUN_ID) and a
+ *    warning is logged, since anyone who knows the job id can derive it.
+ */
+chorusResult_t chorusCommInitFromEnv(chorusComm_t* comm,
+                                     chorusConfig_t* config);
+
+/**
+ * Splits `comm` by colour, ordering each new communicator by (key, old rank).
+ * Collective over `comm`. Ranks passing CHORUS_SPLIT_NOCOLOR get NULL.
+ */
+chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
+                               chorusComm_t* newcomm,
+                               chorusConfig_t* config);
+
+/** Waits for all operations issued on `comm` to finish (collective-free). */
+chorusResult_t chorusCommFinalize(chorusComm_t comm);
+
+/** Frees `comm` after waiting for its pending operations. */
+chorusResult_t chorusCommDestroy(chorusComm_t comm);
+
+/**
+ * Aborts `comm`: every pending and future operation on it fails quickly with
+ * chorusRemoteError or chorusInvalidUsage, then frees it. Safe to call while
+ * another thread is blocked in an operation on `comm`.
+ */
+chorusResult_t chorusCommAbort(chorusComm_t comm);
+
+/** Writes the first asynchronous error seen on `comm` (chorusSuccess if none). */
+chorusResult_t chorusCommGetAsyncError(chorusComm_t comm,
+                                       chorusResult_t* asyncError);
+
+chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
+chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
+
+/** A static description of a result code. */
+const char* chorusGetErrorString(chorusResult_t result);
+
+/**
+ * The message of the last error on `comm` in this process, or of the last
+ * error not tied to a communicator (init, invalid handles) when comm is
+ * NULL. Empty string when there was none.
+ */
+const char* chorusGetLastError(chorusComm_t comm);
+
+/* ---- Collectives ----------------------------------------------------- */
+
+chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff,
+                               size_t count, chorusDataType_t datatype,
+                               chorusRedOp_t op, chorusComm_t comm,
+                               chorusStream_t stream);
+
+chorusResult_t chorusBroadcast(const void* sendbuff, void* recvbuff,
+                               size_t count, chorusDataType_t datatype,
+                               int root, chorusComm_t comm,
+                               chorusStream_t stream);
+
+/** Result lands in recvbuff on `root` only; recvbuff ignored elsewhere. */
+chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff,
+                            size_t count, chorusDataType_t datatype,
+                            chorusRedOp_t op, int root, chorusComm_t comm,
+                            chorusStream_t stream);
+
+/** recvbuff holds nranks*sendcount; in place when sendbuff == recvbuff + rank*sendcount. */
+chorusResult_t chorusAllGather(const void* sendbuff, void* recvbuff,
+                               size_t sendcount, chorusDataType_t datatype,
+                               chorusComm_t comm, chorusStream_t stream);
+
+/** sendbuff holds nranks*recvcount; in place when recvbuff == sendbuff + rank*recvcount. */
+chorusResult_t chorusReduceScatter(const void* sendbuff, void* recvbuff,
+                                   size_t recvcount, chorusDataType_t datatype,
+                                   chorusRedOp_t op, chorusComm_t comm,
+                                   chorusStream_t stream);
+
+/** Block j of sendbuff goes to rank j; block i of recvbuff comes from rank i (count each). */
+chorusResult_t chorusAlltoAll(const void* sendbuff, void* recvbuff,
+                              size_t count, chorusDataType_t datatype,
+                              chorusComm_t comm, chorusStream_t stream);
+
+/** Root's recvbuff holds nranks*sendcount (in place as AllGather). */
+chorusResult_t chorusGather(const void* sendbuff, void* recvbuff,
+                            size_t sendcount, chorusDataType_t datatype,
+                            int root, chorusComm_t comm,
+                            chorusStream_t stream);
+
+/** Root's sendbuff holds nranks*recvcount (in place as ReduceScatter). */
+chorusResult_t chorusScatter(const void* sendbuff, void* recvbuff,
+                             size_t recvcount, chorusDataType_t datatype,
+                             int root, chorusComm_t comm,
+                             chorusStream_t stream);
+
+/* ---- Point to point -------------------------------------------------- */
+
+/** Messages between a pair of ranks match in issue order. */
+chorusResult_t chorusSend(const void* sendbuff, size_t count,
+                          chorusDataType_t datatype, int peer,
+                          chorusComm_t comm, chorusStream_t stream);
+chorusResult_t chorusRecv(void* recvbuff, size_t count,
+                          chorusDataType_t datatype, int peer,
+                          chorusComm_t comm, chorusStream_t stream);
+
+/**
+ * Group calls: operations issued by this thread between GroupStart and
+ * GroupEnd are launched together at GroupEnd, so sends and receives posted
+ * in any order never deadlock. Groups nest; the outermost End launches.
+ */
+chorusResult_t chorusGroupStart(void);
+chorusResult_t chorusGroupEnd(void);
+
+/**
+ * Creates a reduction op computing sum(scalar * x_i). The scalar has
+ * `datatype`; with chorusScalarDevice it is read at each call.
+ */
+chorusResult_t chorusRedOpCreatePreMulSum(chorusRedOp_t* op, void* scalar,
+                                          chorusDataType_t datatype,
+                                          chorusScalarResidence_t residence,
+                                          chorusComm_t comm);
+chorusResult_t chorusRedOpDestroy(chorusRedOp_t op, chorusComm_t comm);
+
+/* ---- Host streams ---------------------------------------------------- */
+
+/** A host stream: an in-order queue served by its own worker thread. */
+chorusResult_t chorusStreamCreate(chorusStream_t* stream);
+/** Waits for everything enqueued; returns the first failure's code. */
+chorusResult_t chorusStreamSynchronize(chorusStream_t stream);
+/** chorusSuccess when idle, chorusInProgress when work is pending, or the first failure. */
+chorusResult_t chorusStreamQuery(chorusStream_t stream);
+/** Waits for pending work, then frees the stream. */
+chorusResult_t chorusStreamDestroy(chorusStream_t stream);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CHORUS_CHORUS_H_

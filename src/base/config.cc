@@ -1,0 +1,105 @@
+#include "base/config.h"
+
+#include <cassert>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace chorus {
+
+const std::vector<EnvVarSpec>& AllEnvVars() {
+  static const std::vector<EnvVarSpec> kVars = {
+      {"CHORUS_DEBUG", "level", "WARN", "Log level: NONE, WARN, INFO or TRACE."},
+      {"CHORUS_DEBUG_SUBSYS", "string", "", "Comma-separated subsystems to log (INIT,COLL,NET,BOOT,...); empty = all."},
+      {"CHORUS_DEBUG_FILE", "string", "", "Log to this file instead of stderr; %h = hostname, %p = pid."},
+      {"CHORUS_TIMEOUT_MS", "int", "300000", "Deadline in ms of every wait (init, collectives, connections)."},
+      {"CHORUS_NSOCKS", "int", "2", "TCP sockets per peer; messages are spread over them."},
+      {"CHORUS_SOCKET_IFNAME", "string", "",
+       "Interfaces for traffic: prefixes (eth,ib), ^ to exclude (^lo,docker), = for exact (=eth0). "
+       "Empty: first non-loopback interface that is up, else loopback."},
+      {"CHORUS_CHUNK_BYTES", "bytes", "512K", "Pipeline chunk size of the schedule executor (same on all ranks)."},
+      {"CHORUS_ALGO", "string", "", "Force algorithms: ring, tree, or per collective 'allreduce:tree;broadcast:ring'."},
+      {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
+      {"CHORUS_SECRET", "hex128", "",
+       "32 hex digits shared by all ranks for chorusCommInitFromEnv; authenticates every connection."},
+  };
+  return kVars;
+}
+
+std::string EnvValue(const char* name) {
+  for (const EnvVarSpec& spec : AllEnvVars()) {
+    if (std::strcmp(spec.name, name) == 0) {
+      const char* value = std::getenv(name);
+      return value != nullptr ? std::string(value) : std::string(spec.default_value);
+    }
+  }
+  assert(false && "undeclared CHORUS_ variable");
+  return "";
+}
+
+Status ParseInt(const std::string& text, const char* what, long long* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0') {
+    return InvalidArgument(what, ": '", text, "' is not an integer");
+  }
+  *out = value;
+  return Status::Ok();
+}
+
+Status ParseBytes(const std::string& text, const char* what, size_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || end == text.c_str() || text[0] == '-') {
+    return InvalidArgument(what, ": '", text, "' is not a size");
+  }
+  unsigned long long scale = 1;
+  switch (std::toupper(static_cast<unsigned char>(*end))) {
+    case '\0': break;
+    case 'K': scale = 1ull << 10; ++end; break;
+    case 'M': scale = 1ull << 20; ++end; break;
+    case 'G': scale = 1ull << 30; ++end; break;
+    default: return InvalidArgument(what, ": '", text, "' has an unknown suffix");
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end != '\0') return InvalidArgument(what, ": '", text, "' is not a size");
+  *out = static_cast<size_t>(value * scale);
+  return Status::Ok();
+}
+
+Status ParseHex128(const std::string& text, const char* what, unsigned char out[16]) {
+  if (text.size() != 32) return InvalidArgument(what, ": expected 32 hex digits, got ", text.size(), " characters");
+  for (size_t i = 0; i < 16; ++i) {
+    unsigned value = 0;
+    for (size_t j = 0; j < 2; ++j) {
+      char c = static_cast<char>(std::tolower(static_cast<unsigned char>(text[2 * i + j])));
+      if (c >= '0' && c <= '9') value = value * 16 + static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f') value = value * 16 + static_cast<unsigned>(c - 'a' + 10);
+      else return InvalidArgument(what, ": '", text[2 * i + j], "' is not a hex digit");
+    }
+    out[i] = static_cast<unsigned char>(value);
+  }
+  return Status::Ok();
+}
+
+Status Settings::FromEnvironment(Settings* out) {
+  Settings settings;
+  long long value = 0;
+  CHORUS_RETURN_IF_ERROR(ParseInt(EnvValue("CHORUS_TIMEOUT_MS"), "CHORUS_TIMEOUT_MS", &value));
+  if (value <= 0 || value > (1ll << 31) - 1) return InvalidArgument("CHORUS_TIMEOUT_MS must be in 1..2^31-1");
+  settings.timeout_ms = static_cast<int>(value);
+  CHORUS_RETURN_IF_ERROR(ParseInt(EnvValue("CHORUS_NSOCKS"), "CHORUS_NSOCKS", &value));
+  if (value < 1 || value > 64) return InvalidArgument("CHORUS_NSOCKS must be in 1..64");
+  settings.nsocks = static_cast<int>(value);
+  CHORUS_RETURN_IF_ERROR(ParseBytes(EnvValue("CHORUS_CHUNK_BYTES"), "CHORUS_CHUNK_BYTES", &settings.chunk_bytes));
+  if (settings.chunk_bytes < 64) return InvalidArgument("CHORUS_CHUNK_BYTES must be at least 64");
+  settings.algo = EnvValue("CHORUS_ALGO");
+  settings.socket_ifname = EnvValue("CHORUS_SOCKET_IFNAME");
+  *out = settings;
+  return Status::Ok();
+}
+
+}  // namespace chorus

@@ -1,0 +1,44 @@
+// Every CHORUS_* environment variable, declared once with type, default and
+// help, and the typed settings a communicator reads from them.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace chorus {
+
+struct EnvVarSpec {
+  const char* name;
+  const char* type;           // "int", "bytes", "string", "level", "hex128"
+  const char* default_value;  // as text
+  const char* help;
+};
+
+// The one table (also printed by `chorus_info --env`).
+const std::vector<EnvVarSpec>& AllEnvVars();
+
+// Value of a declared variable: the environment's if set, else its default.
+// Asking for an undeclared name is a programming error (aborts in debug).
+std::string EnvValue(const char* name);
+
+// Parsers shared by the table's users. Sizes accept K/M/G suffixes.
+Status ParseInt(const std::string& text, const char* what, long long* out);
+Status ParseBytes(const std::string& text, const char* what, size_t* out);
+Status ParseHex128(const std::string& text, const char* what, unsigned char out[16]);
+
+// What a communicator takes from the environment at creation; chorusConfig_t
+// fields override these.
+struct Settings {
+  int timeout_ms = 0;
+  int nsocks = 0;
+  size_t chunk_bytes = 0;
+  std::string algo;
+  std::string socket_ifname;
+
+  static Status FromEnvironment(Settings* out);
+};
+
+}  // namespace chorus

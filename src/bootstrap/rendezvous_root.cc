@@ -1,0 +1,205 @@
+// The rendezvous root: a detached thread that owns its listener, serves one
+// rendezvous of nranks ranks and exits when it is done or its timeout passes.
+// A rule violation (bad rank, duplicate, disagreeing nranks) is answered to
+// every rank that has joined or joins later, so nobody waits for a table
+// that will never come.
+#include <cstring>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/rendezvous_protocol.h"
+#include "transports/socket/handshake.h"
+#include "transports/socket/interface.h"
+#include "transports/socket/socket.h"
+
+namespace chorus {
+namespace {
+
+using namespace rendezvous;
+
+struct Joiner {
+  Socket socket;
+  int rank = -1;
+  int nranks = 0;
+  std::string blob;
+};
+
+Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
+
+class RendezvousRoot {
+ public:
+  RendezvousRoot(Socket listener, const uint8_t secret[16], int timeout_ms)
+      : listener_(std::move(listener)), deadline_(Deadline::AfterMs(timeout_ms)) {
+    std::memcpy(secret_, secret, sizeof(secret_));
+  }
+
+  void Serve() {
+    while (expected_ == 0 || answered_ + static_cast<int>(joined_.size()) < expected_) {
+      if (deadline_.Expired()) {
+        Fail(TimeoutError("rendezvous root timed out: ", joined_.size(), " of ", expected_,
+                          " ranks joined", MissingRanks()));
+        return;
+      }
+      Joiner joiner;
+      Status status = Admit(&joiner);
+      if (status.code() == chorusTimeout && deadline_.Expired()) continue;
+      if (!status.ok()) {
+        WarnDroppedConnection("rendezvous root", status);
+        continue;
+      }
+      if (!failure_.ok()) {
+        Reply(joiner.socket, failure_);
+        ++answered_;
+        continue;
+      }
+      status = Validate(joiner);
+      joined_.push_back(std::move(joiner));
+      if (!status.ok()) Fail(status);
+    }
+    if (failure_.ok()) SendTable();
+  }
+
+ private:
+  // Accepts one connection, authenticates it and reads its request.
+  Status Admit(Joiner* joiner) {
+    Socket socket;
+    CHORUS_RETURN_IF_ERROR(listener_.Accept(deadline_, &socket));
+    const Deadline quick = Sooner(deadline_, Deadline::AfterMs(kPerConnectionTimeoutMs));
+    Hello hello;
+    CHORUS_RETURN_IF_ERROR(
+        AcceptHandshake(socket, secret_, ConnectionPurpose::kRendezvous, quick, &hello));
+    uint8_t header[kRequestHeaderBytes];
+    CHORUS_RETURN_IF_ERROR(socket.RecvAll(header, sizeof(header), quick));
+    const uint32_t blob_bytes = GetU32(header + 12);
+    if (GetU32(header) != kRequestMagic || blob_bytes > kMaxBlobBytes) {
+      return InvalidUsage("malformed rendezvous request from ", socket.peer_name());
+    }
+    joiner->rank = static_cast<int32_t>(GetU32(header + 4));
+    joiner->nranks = static_cast<int32_t>(GetU32(header + 8));
+    if (hello.rank != joiner->rank) {
+      return InvalidUsage("rendezvous request from ", socket.peer_name(), " claims rank ",
+                          joiner->rank, " after a handshake as rank ", hello.rank);
+    }
+    joiner->blob.resize(blob_bytes);
+    CHORUS_RETURN_IF_ERROR(socket.RecvAll(joiner->blob.data(), blob_bytes, quick));
+    socket.set_peer_name(StrCat("rank ", joiner->rank, " (", socket.peer_name(), ")"));
+    joiner->socket = std::move(socket);
+    return Status::Ok();
+  }
+
+  Status Validate(const Joiner& joiner) {
+    if (joiner.nranks < 1 || joiner.rank < 0 || joiner.rank >= joiner.nranks) {
+      return InvalidArgument("rendezvous: rank ", joiner.rank, " is out of range for ",
+                             joiner.nranks, " ranks");
+    }
+    if (expected_ == 0) {
+      expected_ = joiner.nranks;
+      seen_.assign(expected_, false);
+    }
+    if (joiner.nranks != expected_) {
+      return InvalidUsage("rendezvous: rank ", joiner.rank, " says there are ", joiner.nranks,
+                          " ranks, but an earlier rank said ", expected_);
+    }
+    if (seen_[joiner.rank]) {
+      return InvalidUsage("rendezvous: rank ", joiner.rank, " joined twice (duplicate rank)");
+    }
+    seen_[joiner.rank] = true;
+    return Status::Ok();
+  }
+
+  std::string MissingRanks() const {
+    std::string missing;
+    int listed = 0;
+    for (int rank = 0; rank < static_cast<int>(seen_.size()); ++rank) {
+      if (seen_[rank]) continue;
+      if (++listed > 16) return missing + ", ...)";
+      missing += StrCat(missing.empty() ? "; missing ranks: " : ", ", rank);
+    }
+    return missing;
+  }
+
+  // Answers `why` to every joined rank; later joiners get it too.
+  void Fail(const Status& why) {
+    failure_ = why;
+    for (Joiner& joiner : joined_) Reply(joiner.socket, why);
+    answered_ += static_cast<int>(joined_.size());
+    joined_.clear();
+    if (expected_ == 0) expected_ = 1;  // nothing to wait for but the deadline
+  }
+
+  void Reply(const Socket& socket, const Status& status) {
+    const std::string& body = status.message();
+    uint8_t header[kReplyHeaderBytes];
+    PutU32(header, static_cast<uint32_t>(status.code()));
+    PutU64(header + 4, body.size());
+    const Deadline quick = Sooner(deadline_, Deadline::AfterMs(kPerConnectionTimeoutMs));
+    Status sent = socket.SendAll(header, sizeof(header), quick);
+    if (sent.ok()) sent = socket.SendAll(body.data(), body.size(), quick);
+    if (!sent.ok()) WarnDroppedConnection("rendezvous root", sent);
+  }
+
+  void SendTable() {
+    std::vector<const Joiner*> by_rank(expected_);
+    for (const Joiner& joiner : joined_) by_rank[joiner.rank] = &joiner;
+    std::string table;
+    for (const Joiner* joiner : by_rank) {
+      uint8_t length[4];
+      PutU32(length, static_cast<uint32_t>(joiner->blob.size()));
+      table.append(reinterpret_cast<const char*>(length), sizeof(length));
+      table += joiner->blob;
+    }
+    for (const Joiner& joiner : joined_) Reply(joiner.socket, Status(chorusSuccess, table));
+  }
+
+  Socket listener_;
+  uint8_t secret_[16];
+  Deadline deadline_;
+  int expected_ = 0;  // nranks, once the first valid rank said it
+  int answered_ = 0;  // connections already answered with failure_
+  std::vector<bool> seen_;
+  std::vector<Joiner> joined_;
+  Status failure_;
+};
+
+Status StartServing(Socket listener, const uint8_t secret[16], int timeout_ms) {
+  auto root = std::make_shared<RendezvousRoot>(std::move(listener), secret, timeout_ms);
+  try {
+    std::thread([root] { root->Serve(); }).detach();
+  } catch (const std::system_error& error) {
+    return SystemError("cannot start the rendezvous root thread: ", error.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status StartRendezvousRoot(const std::string& ifname, int timeout_ms, UniqueIdContents* contents) {
+  NetworkInterface chosen;
+  CHORUS_RETURN_IF_ERROR(FindInterface(ifname, &chosen));
+  Socket listener;
+  CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, &listener));
+  SocketAddress bound;
+  CHORUS_RETURN_IF_ERROR(listener.LocalAddress(&bound));
+  CHORUS_RETURN_IF_ERROR(FillRandom(contents->secret, sizeof(contents->secret)));
+  contents->root_address = bound.ToString();
+  return StartServing(std::move(listener), contents->secret, timeout_ms);
+}
+
+Status StartRendezvousRootAt(const UniqueIdContents& contents, int timeout_ms) {
+  SocketAddress address;
+  CHORUS_RETURN_IF_ERROR(ParseSocketAddress(contents.root_address, &address));
+  // Listen on every interface at that port: a MASTER_ADDR host name may
+  // resolve differently here (127.0.1.1 on Debian) than on the other hosts.
+  SocketAddress any;
+  any.storage.ss_family = static_cast<sa_family_t>(address.family());
+  any.length = address.length;
+  any.set_port(address.port());
+  Socket listener;
+  CHORUS_RETURN_IF_ERROR(Socket::Listen(any, &listener));
+  return StartServing(std::move(listener), contents.secret, timeout_ms);
+}
+
+}  // namespace chorus

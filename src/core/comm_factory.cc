@@ -1,0 +1,198 @@
+#include "core/comm_factory.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "core/launcher.h"
+
+namespace chorus {
+
+Status MakeUniqueId(chorusUniqueId* id) {
+  Settings settings;
+  CHORUS_RETURN_IF_ERROR(Settings::FromEnvironment(&settings));
+  UniqueIdContents contents;
+  CHORUS_RETURN_IF_ERROR(StartRendezvousRoot(settings.socket_ifname, settings.timeout_ms, &contents));
+  return EncodeUniqueId(contents, id);
+}
+
+Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
+  Settings settings;
+  CHORUS_RETURN_IF_ERROR(Settings::FromEnvironment(&settings));
+  options->timeout_ms = settings.timeout_ms;
+  options->nsocks = settings.nsocks;
+  options->chunk_bytes = settings.chunk_bytes;
+  options->algo_spec = settings.algo;
+  options->socket_ifname = settings.socket_ifname;
+  if (config != nullptr) {
+    if (config->magic != CHORUS_CONFIG_MAGIC || config->size < sizeof(chorusConfig_t)) {
+      return InvalidArgument("config was not initialised with CHORUS_CONFIG_INITIALIZER");
+    }
+    if (config->timeoutMs == 0) return InvalidArgument("config timeoutMs must be positive (or <0 for the default)");
+    if (config->timeoutMs > 0) options->timeout_ms = config->timeoutMs;
+    if (config->nSocks == 0 || config->nSocks > 64) return InvalidArgument("config nSocks must be in 1..64");
+    if (config->nSocks > 0) options->nsocks = config->nSocks;
+    if (config->chunkBytes >= 0 && config->chunkBytes < 64) return InvalidArgument("config chunkBytes must be >= 64");
+    if (config->chunkBytes >= 64) options->chunk_bytes = static_cast<size_t>(config->chunkBytes);
+    if (config->algo != nullptr) options->algo_spec = config->algo;
+  }
+  // Chunks are whole multiples of every element size on every rank.
+  options->chunk_bytes = options->chunk_bytes / 64 * 64;
+  return ParseAlgorithmSpec(options->algo_spec, &options->algorithms);
+}
+
+Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, const CommOptions& options,
+                             std::unique_ptr<chorusComm>* out) {
+  if (nranks < 1) return InvalidArgument("nranks ", nranks, " must be at least 1");
+  if (rank < 0 || rank >= nranks) return InvalidArgument("rank ", rank, " is out of range [0, ", nranks, ")");
+  auto shell = std::make_unique<chorusComm>();
+  CHORUS_RETURN_IF_ERROR(Communicator::Create(id, rank, nranks, options, &shell->impl));
+  *out = std::move(shell);
+  return Status::Ok();
+}
+
+Status CreateComm(const chorusUniqueId& id, int nranks, int rank, const chorusConfig_t* config,
+                  std::unique_ptr<chorusComm>* out) {
+  if (nranks < 1) return InvalidArgument("nranks ", nranks, " must be at least 1");
+  if (rank < 0 || rank >= nranks) return InvalidArgument("rank ", rank, " is out of range [0, ", nranks, ")");
+  UniqueIdContents contents;
+  CHORUS_RETURN_IF_ERROR(DecodeUniqueId(id, &contents));
+  CommOptions options;
+  CHORUS_RETURN_IF_ERROR(ResolveOptions(config, &options));
+  return CreateCommWithOptions(contents, nranks, rank, options, out);
+}
+
+namespace {
+
+// First launcher convention present in the environment.
+Status RankFromEnvironment(int* rank, int* nranks, std::string* source) {
+  static const char* const kPairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                          {"PMI_RANK", "PMI_SIZE"},
+                                          {"SLURM_PROCID", "SLURM_NTASKS"},
+                                          {"RANK", "WORLD_SIZE"}};
+  for (const auto& pair : kPairs) {
+    const char* r = std::getenv(pair[0]);
+    const char* n = std::getenv(pair[1]);
+    if (r == nullptr || n == nullptr) continue;
+    long long rank_value = 0, size_value = 0;
+    CHORUS_RETURN_IF_ERROR(ParseInt(r, pair[0], &rank_value));
+    CHORUS_RETURN_IF_ERROR(ParseInt(n, pair[1], &size_value));
+    *rank = static_cast<int>(rank_value);
+    *nranks = static_cast<int>(size_value);
+    *source = StrCat(pair[0], "/", pair[1]);
+    return Status::Ok();
+  }
+  return InvalidUsage("no rank in the environment: set OMPI_COMM_WORLD_RANK/SIZE (mpirun), PMI_RANK/PMI_SIZE, "
+                      "SLURM_PROCID/SLURM_NTASKS (srun) or RANK/WORLD_SIZE (torchrun)");
+}
+
+// A 128-bit value mixed from text; only used for the documented weak
+// fallback secret.
+void MixSecret(const std::string& text, uint8_t out[16]) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (unsigned char c : text) {
+    a = (a ^ c) * 0x100000001b3ull;
+    b = (b ^ c ^ (a >> 29)) * 0x9e3779b97f4a7c15ull;
+  }
+  std::memcpy(out, &a, 8);
+  std::memcpy(out + 8, &b, 8);
+}
+
+Status SecretFromEnvironment(const std::string& root, uint8_t secret[16]) {
+  std::string hex = EnvValue("CHORUS_SECRET");
+  if (!hex.empty()) return ParseHex128(hex, "CHORUS_SECRET", secret);
+  std::string job;
+  for (const char* name : {"SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID"}) {
+    if (const char* value = std::getenv(name)) job += StrCat(name, "=", value, ";");
+  }
+  CHORUS_WARN("INIT", "CHORUS_SECRET is not set: deriving the connection secret from ",
+              job.empty() ? "the rendezvous address" : "the launcher's job id",
+              "; anyone who knows it can join. Set CHORUS_SECRET (32 hex digits) on every rank.");
+  MixSecret("chorus;" + job + root, secret);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<chorusComm>* out) {
+  int rank = 0, nranks = 0;
+  std::string source;
+  CHORUS_RETURN_IF_ERROR(RankFromEnvironment(&rank, &nranks, &source));
+  UniqueIdContents contents;
+  contents.root_address = EnvValue("CHORUS_ROOT");
+  if (contents.root_address.empty()) {
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    if (addr == nullptr || port == nullptr) {
+      return InvalidUsage("no rendezvous address: set CHORUS_ROOT=host:port or MASTER_ADDR and MASTER_PORT");
+    }
+    contents.root_address = std::strchr(addr, ':') != nullptr ? StrCat("[", addr, "]:", port) : StrCat(addr, ":", port);
+  }
+  CHORUS_RETURN_IF_ERROR(SecretFromEnvironment(contents.root_address, contents.secret));
+  CommOptions options;
+  CHORUS_RETURN_IF_ERROR(ResolveOptions(config, &options));
+  if (nranks < 1) return InvalidArgument("nranks ", nranks, " from ", source, " must be at least 1");
+  if (rank < 0 || rank >= nranks) return InvalidArgument("rank ", rank, " from ", source, " is out of range");
+  CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " from ", source, ", rendezvous at ", contents.root_address);
+  if (rank == 0) CHORUS_RETURN_IF_ERROR(StartRendezvousRootAt(contents, options.timeout_ms));
+  return CreateCommWithOptions(contents, nranks, rank, options, out);
+}
+
+namespace {
+
+// An allgather on `comm` through the ordinary launch path.
+Status AllGatherBytes(chorusComm* comm, const void* mine, size_t bytes, void* all) {
+  PendingCall call;
+  call.comm = comm;
+  call.op.kind = Operation::Kind::kCollective;
+  call.op.args.coll = Collective::kAllGather;
+  call.op.args.count = bytes;
+  call.op.args.dtype = chorusUint8;
+  call.op.args.nranks = comm->impl->nranks();
+  call.op.args.rank = comm->impl->rank();
+  call.op.send = mine;
+  call.op.recv = all;
+  return LaunchTogether({call});
+}
+
+}  // namespace
+
+Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* config,
+                 std::unique_ptr<chorusComm>* out) {
+  Communicator& comm = *parent->impl;
+  const int nranks = comm.nranks(), rank = comm.rank();
+  int32_t mine[2] = {color, key};
+  std::vector<int32_t> all(2 * static_cast<size_t>(nranks));
+  CHORUS_RETURN_IF_ERROR(AllGatherBytes(parent, mine, sizeof(mine), all.data()));
+
+  // Members of my colour ordered by (key, parent rank); the first leads.
+  std::vector<int> members;
+  for (int r = 0; r < nranks; ++r) {
+    if (all[2 * r] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+  bool leader = color != CHORUS_SPLIT_NOCOLOR && !members.empty() && members.front() == rank;
+
+  CommOptions options = comm.options();
+  if (config != nullptr) CHORUS_RETURN_IF_ERROR(ResolveOptions(config, &options));
+  chorusUniqueId my_id;
+  std::memset(&my_id, 0, sizeof(my_id));
+  if (leader) {
+    UniqueIdContents contents;
+    CHORUS_RETURN_IF_ERROR(StartRendezvousRoot(options.socket_ifname, options.timeout_ms, &contents));
+    CHORUS_RETURN_IF_ERROR(EncodeUniqueId(contents, &my_id));
+  }
+  std::vector<chorusUniqueId> ids(nranks);
+  CHORUS_RETURN_IF_ERROR(AllGatherBytes(parent, &my_id, sizeof(my_id), ids.data()));
+  if (color == CHORUS_SPLIT_NOCOLOR) return Status::Ok();
+
+  int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+  UniqueIdContents contents;
+  CHORUS_RETURN_IF_ERROR(DecodeUniqueId(ids[members.front()], &contents));
+  return CreateCommWithOptions(contents, static_cast<int>(members.size()), new_rank, options, out);
+}
+
+}  // namespace chorus

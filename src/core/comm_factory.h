@@ -1,0 +1,26 @@
+// How communicators come to be: from a unique id, from a launcher's
+// environment, or by splitting another communicator.
+#pragma once
+
+#include <memory>
+
+#include "core/handles.h"
+
+namespace chorus {
+
+// Starts a rendezvous root on this process and describes it in `id`.
+Status MakeUniqueId(chorusUniqueId* id);
+
+// Settings from the environment, overridden by `config` (may be NULL).
+Status ResolveOptions(const chorusConfig_t* config, CommOptions* options);
+
+Status CreateComm(const chorusUniqueId& id, int nranks, int rank, const chorusConfig_t* config,
+                  std::unique_ptr<chorusComm>* out);
+Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, const CommOptions& options,
+                             std::unique_ptr<chorusComm>* out);
+Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<chorusComm>* out);
+// Collective over `parent`; `out` stays empty for CHORUS_SPLIT_NOCOLOR.
+Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* config,
+                 std::unique_ptr<chorusComm>* out);
+
+}  // namespace chorus

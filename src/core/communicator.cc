@@ -1,0 +1,283 @@
+#include "core/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "core/executor.h"
+#include "kernels/reduce.h"
+#include "transports/tcp/tcp_transport.h"
+
+namespace chorus {
+
+namespace {
+constexpr uint64_t kPointToPointTag = 1ull << 63;
+}  // namespace
+
+Communicator::Communicator(int rank, int nranks, const CommOptions& options)
+    : rank_(rank), nranks_(nranks), options_(options), sends_to_(nranks, 0), recvs_from_(nranks, 0) {}
+
+Communicator::~Communicator() {
+  if (transport_) transport_->Shutdown();
+}
+
+Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, const CommOptions& options,
+                            std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> comm(new Communicator(rank, nranks, options));
+  Deadline deadline = Deadline::AfterMs(options.timeout_ms);
+
+  TransportOptions transport_options;
+  transport_options.rank = rank;
+  transport_options.nranks = nranks;
+  std::memcpy(transport_options.secret, id.secret, sizeof(id.secret));
+  transport_options.nsocks = options.nsocks;
+  transport_options.ifname = options.socket_ifname;
+  transport_options.timeout_ms = options.timeout_ms;
+  CHORUS_RETURN_IF_ERROR(CreateTcpTransport(transport_options, &comm->transport_));
+
+  std::vector<std::string> addresses;
+  CHORUS_RETURN_IF_ERROR(
+      Rendezvous(id, rank, nranks, comm->transport_->LocalAddress(), deadline, &addresses)
+          .WithContext(StrCat("rank ", rank, ": rendezvous with ", id.root_address)));
+  CHORUS_RETURN_IF_ERROR(comm->transport_->Connect(addresses, deadline)
+                             .WithContext(StrCat("rank ", rank, ": connecting to peers")));
+  CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " connected over ", comm->transport_->name(), " at ",
+              comm->transport_->LocalAddress(), " (nsocks ", options.nsocks, ", chunk ", options.chunk_bytes, " B)");
+  *out = std::move(comm);
+  return Status::Ok();
+}
+
+uint64_t Communicator::IssueTicket() {
+  std::lock_guard<std::mutex> lock(order_mutex_);
+  return next_ticket_++;
+}
+
+Status Communicator::Launch(uint64_t ticket, const std::vector<Operation>& ops) {
+  {
+    // Wait for our turn. Earlier operations are each bounded by the timeout,
+    // so waiting one more timeout for them means the communicator is stuck.
+    std::unique_lock<std::mutex> lock(order_mutex_);
+    Deadline deadline = Deadline::AfterMs(options_.timeout_ms);
+    bool due = order_cv_.wait_until(lock, deadline.time_point(), [&] {
+      return running_ticket_ == ticket || aborted_.load();
+    });
+    if (!due) {
+      Status status = TimeoutError("rank ", rank_, ": operation never became due (an earlier one is stuck)");
+      Fail(status);
+      return status;
+    }
+  }
+  Status status;
+  if (aborted_.load()) {
+    status = RemoteError("rank ", rank_, ": communicator was aborted");
+  } else {
+    status = async_error();
+    if (status.ok()) status = RunOperations(ops);
+    else status = status.WithContext("communicator is in an error state after an earlier failure");
+  }
+  if (!status.ok()) Fail(status);
+  {
+    std::lock_guard<std::mutex> lock(order_mutex_);
+    ++running_ticket_;
+  }
+  order_cv_.notify_all();
+  return status;
+}
+
+Status Communicator::RunOperations(const std::vector<Operation>& ops) {
+  // Collectives first, then point-to-point: every rank orders a launch the
+  // same way, so messages between two ranks meet in the same order.
+  std::vector<std::shared_ptr<const Schedule>> keep;
+  std::vector<Schedule> p2p_schedules;
+  std::vector<std::unique_ptr<uint8_t[]>> scaled_inputs;
+  std::vector<BoundSchedule> bound;
+  std::vector<size_t> scratch_offsets;
+  size_t scratch_total = 0;
+  p2p_schedules.reserve(ops.size());
+
+  for (const Operation& op : ops) {
+    if (op.kind != Operation::Kind::kCollective) continue;
+    const CollectiveArgs& args = op.args;
+    Algorithm algo = ChooseAlgorithm(args, options_.algorithms);
+    std::shared_ptr<const Schedule> schedule;
+    CHORUS_RETURN_IF_ERROR(schedules_.Get(args, algo, &schedule));
+    CHORUS_TRACE("COLL", "rank ", rank_, " ", CollectiveName(args.coll), " count ", args.count, " ",
+                 DataTypeName(args.dtype), " algo ", schedule->algorithm, " steps ", schedule->steps.size());
+    BoundSchedule b;
+    b.schedule = schedule.get();
+    b.send = const_cast<uint8_t*>(static_cast<const uint8_t*>(op.send));
+    b.recv = static_cast<uint8_t*>(op.recv);
+    b.tag = (++collective_sequence_ << 8) | static_cast<uint64_t>(args.coll);
+    if (op.premultiply && op.send != nullptr) {
+      // Scale a private copy: the user's send buffer is const.
+      size_t count = SendBufferBytes(args) / DataTypeSize(args.dtype);
+      size_t bytes = count * DataTypeSize(args.dtype);
+      std::unique_ptr<uint8_t[]> scaled(new uint8_t[bytes == 0 ? 1 : bytes]);
+      ScaleKernel(scaled.get(), op.send, count, args.dtype, op.scalar);
+      b.send = scaled.get();
+      scaled_inputs.push_back(std::move(scaled));
+    }
+    scratch_offsets.push_back(scratch_total);
+    scratch_total += (schedule->scratch_bytes + 63) / 64 * 64;
+    bound.push_back(b);
+    keep.push_back(std::move(schedule));
+  }
+  // Buffers NCCL ignores on non-roots get private memory (see collective.h).
+  std::vector<size_t> placeholder_offsets;
+  size_t collective_index = 0;
+  for (const Operation& op : ops) {
+    if (op.kind != Operation::Kind::kCollective) continue;
+    BoundSchedule& b = bound[collective_index++];
+    placeholder_offsets.push_back(scratch_total);
+    if (b.send == nullptr) scratch_total += (SendBufferBytes(op.args) + 63) / 64 * 64;
+    if (b.recv == nullptr) scratch_total += (RecvBufferBytes(op.args) + 63) / 64 * 64;
+  }
+  uint8_t* scratch = scratch_total > 0 ? scratch_.Reserve(scratch_total) : nullptr;
+  collective_index = 0;
+  for (const Operation& op : ops) {
+    if (op.kind != Operation::Kind::kCollective) continue;
+    size_t i = collective_index++;
+    BoundSchedule& b = bound[i];
+    b.scratch = scratch + scratch_offsets[i];
+    uint8_t* placeholder = scratch + placeholder_offsets[i];
+    if (b.send == nullptr) {
+      b.send = placeholder;
+      placeholder += (SendBufferBytes(op.args) + 63) / 64 * 64;
+    }
+    if (b.recv == nullptr) b.recv = placeholder;
+  }
+
+  for (const Operation& op : ops) {
+    if (op.kind == Operation::Kind::kCollective || op.bytes == 0) continue;
+    Schedule schedule;
+    schedule.algorithm = op.kind == Operation::Kind::kSend ? "send" : "recv";
+    schedule.dtype = op.dtype;
+    schedule.element_size = DataTypeSize(op.dtype);
+    Step step;
+    step.kind = op.kind == Operation::Kind::kSend ? StepKind::kSend : StepKind::kRecv;
+    step.peer = op.peer;
+    step.src = {BufferId::kSend, 0};
+    step.dst = {BufferId::kRecv, 0};
+    step.bytes = op.bytes;
+    schedule.Add(step);
+    p2p_schedules.push_back(std::move(schedule));
+    BoundSchedule b;
+    b.schedule = &p2p_schedules.back();
+    b.send = const_cast<uint8_t*>(static_cast<const uint8_t*>(op.send));
+    b.recv = static_cast<uint8_t*>(op.recv);
+    uint64_t sequence = op.kind == Operation::Kind::kSend ? sends_to_[op.peer]++ : recvs_from_[op.peer]++;
+    b.tag = kPointToPointTag | sequence;
+    bound.push_back(b);
+  }
+
+  if (!bound.empty()) {
+    ExecutorOptions executor_options;
+    executor_options.chunk_bytes = options_.chunk_bytes;
+    executor_options.staging = &staging_;
+    CHORUS_RETURN_IF_ERROR(ExecuteSchedules(transport_.get(), rank_, bound, executor_options, aborted_,
+                                            Deadline::AfterMs(options_.timeout_ms)));
+  }
+
+  // Avg = Sum / nranks on the ranks that hold a result.
+  for (const Operation& op : ops) {
+    if (op.kind != Operation::Kind::kCollective || !op.average) continue;
+    const CollectiveArgs& args = op.args;
+    if (args.coll == Collective::kReduce && args.rank != args.root) continue;
+    size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);
+    DivideKernel(op.recv, count, args.dtype, nranks_);
+  }
+  return Status::Ok();
+}
+
+void Communicator::Fail(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (first_error_.ok()) first_error_ = status;
+  }
+  // Close every connection so that peers waiting on us fail now, not at
+  // their deadline.
+  if (transport_) transport_->Shutdown();
+  CHORUS_WARN("COLL", status.message());
+}
+
+Status Communicator::async_error() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return first_error_;
+}
+
+void Communicator::Abort() {
+  aborted_.store(true);
+  if (transport_) {
+    transport_->Wakeup();
+    transport_->Shutdown();
+  }
+  order_cv_.notify_all();
+}
+
+void Communicator::BeginPending() {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  ++pending_;
+}
+
+void Communicator::EndPending() {
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    --pending_;
+  }
+  pending_cv_.notify_all();
+}
+
+Status Communicator::WaitIdle() {
+  std::unique_lock<std::mutex> lock(pending_mutex_);
+  // Each pending operation is bounded by the timeout; allow two of them.
+  Deadline deadline = Deadline::AfterMs(2ll * options_.timeout_ms + 1000);
+  if (!pending_cv_.wait_until(lock, deadline.time_point(), [&] { return pending_ == 0; })) {
+    return TimeoutError("rank ", rank_, ": ", pending_, " operation(s) still pending at the deadline");
+  }
+  return Status::Ok();
+}
+
+Status Communicator::CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle) {
+  std::lock_guard<std::mutex> lock(ops_mutex_);
+  premul_ops_.push_back(op);
+  premul_ops_.back().live = true;
+  *handle = static_cast<chorusRedOp_t>(chorusNumOps + premul_ops_.size() - 1);
+  return Status::Ok();
+}
+
+Status Communicator::DestroyPreMulSum(chorusRedOp_t handle) {
+  std::lock_guard<std::mutex> lock(ops_mutex_);
+  long index = static_cast<long>(handle) - chorusNumOps;
+  if (index < 0 || index >= static_cast<long>(premul_ops_.size()) || !premul_ops_[index].live) {
+    return InvalidArgument("op ", static_cast<int>(handle), " is not a live op made by chorusRedOpCreatePreMulSum");
+  }
+  premul_ops_[index].live = false;
+  return Status::Ok();
+}
+
+Status Communicator::ResolveOp(chorusRedOp_t op, DataType dtype, Operation* operation) const {
+  int value = static_cast<int>(op);
+  operation->average = false;
+  operation->premultiply = false;
+  if (value >= 0 && value < chorusNumOps) {
+    operation->args.op = value == chorusAvg ? ReduceOp::kSum : static_cast<ReduceOp>(value);
+    operation->average = value == chorusAvg;
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(ops_mutex_);
+  long index = static_cast<long>(value) - chorusNumOps;
+  if (index < 0 || index >= static_cast<long>(premul_ops_.size()) || !premul_ops_[index].live) {
+    return InvalidArgument("unknown reduction op ", value);
+  }
+  const PreMulSumOp& premul = premul_ops_[index];
+  if (premul.dtype != dtype) {
+    return InvalidArgument("PreMulSum op ", value, " was created for ", DataTypeName(premul.dtype), ", not ",
+                           DataTypeName(dtype));
+  }
+  operation->args.op = ReduceOp::kSum;
+  operation->premultiply = true;
+  std::memcpy(operation->scalar, premul.read_each_call ? premul.pointer : premul.value, DataTypeSize(dtype));
+  return Status::Ok();
+}
+
+}  // namespace chorus

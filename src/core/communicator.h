@@ -1,0 +1,112 @@
+// Communicator: one rank's membership in a group of ranks. It owns the
+// transport, serialises operations in issue order, runs them through the
+// executor and remembers the first failure.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "base/status.h"
+#include "bootstrap/bootstrap.h"
+#include "core/operation.h"
+#include "core/schedule_cache.h"
+#include "core/workspace.h"
+#include "transports/transport.h"
+
+namespace chorus {
+
+struct CommOptions {
+  int timeout_ms = 300000;
+  int nsocks = 2;
+  size_t chunk_bytes = 512 * 1024;
+  std::string algo_spec;
+  std::string socket_ifname;
+  AlgorithmTable algorithms;
+};
+
+// A reduction op made by chorusRedOpCreatePreMulSum.
+struct PreMulSumOp {
+  DataType dtype = chorusFloat32;
+  bool read_each_call = false;   // chorusScalarDevice: read through `pointer`
+  const void* pointer = nullptr;
+  uint8_t value[8] = {};
+  bool live = false;
+};
+
+class Communicator {
+ public:
+  // Joins the communicator of `id` (collective over all nranks ranks).
+  static Status Create(const UniqueIdContents& id, int rank, int nranks, const CommOptions& options,
+                       std::unique_ptr<Communicator>* out);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const CommOptions& options() const { return options_; }
+
+  // Reserves this call's place in the communicator's order. Calls run in
+  // ticket order whatever thread or stream runs them.
+  uint64_t IssueTicket();
+  // Runs `ops` as one launch (a group, or a single call) when its ticket is
+  // due. Never blocks past the deadline.
+  Status Launch(uint64_t ticket, const std::vector<Operation>& ops);
+
+  // Async bookkeeping: work enqueued on streams that still references us.
+  void BeginPending();
+  void EndPending();
+  // Waits until no work is pending (bounded by the timeout).
+  Status WaitIdle();
+
+  // Makes every current and future operation fail promptly.
+  void Abort();
+  bool aborted() const { return aborted_.load(); }
+  // chorusSuccess or the first failure of an operation.
+  Status async_error() const;
+
+  // PreMulSum registry.
+  Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle);
+  Status DestroyPreMulSum(chorusRedOp_t handle);
+  // Resolves a public op for `dtype`: the kernel op plus Avg/PreMulSum flags.
+  Status ResolveOp(chorusRedOp_t op, DataType dtype, Operation* operation) const;
+
+ private:
+  Communicator(int rank, int nranks, const CommOptions& options);
+  Status RunOperations(const std::vector<Operation>& ops);
+  void Fail(const Status& status);
+
+  const int rank_;
+  const int nranks_;
+  const CommOptions options_;
+  std::unique_ptr<Transport> transport_;
+  ScheduleCache schedules_;
+  Workspace scratch_, staging_;
+
+  // Issue order.
+  std::mutex order_mutex_;
+  std::condition_variable order_cv_;
+  uint64_t next_ticket_ = 0;
+  uint64_t running_ticket_ = 0;
+  uint64_t collective_sequence_ = 0;           // tags of collective messages
+  std::vector<uint64_t> sends_to_, recvs_from_;  // tags of point-to-point messages
+
+  // Failure state.
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex error_mutex_;
+  Status first_error_;
+
+  // Pending stream work.
+  std::mutex pending_mutex_;
+  std::condition_variable pending_cv_;
+  int pending_ = 0;
+
+  mutable std::mutex ops_mutex_;
+  std::vector<PreMulSumOp> premul_ops_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,42 @@
+// ScheduleExecutor: runs one or more schedules of this rank over a transport,
+// cutting steps into chunks so that receive, reduce and send of different
+// chunks overlap. The rules it implements are those of algorithms/schedule.h.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "base/deadline.h"
+#include "base/status.h"
+#include "core/workspace.h"
+#include "transports/transport.h"
+
+namespace chorus {
+
+// A schedule bound to real memory for one launch.
+struct BoundSchedule {
+  const Schedule* schedule = nullptr;
+  uint8_t* send = nullptr;
+  uint8_t* recv = nullptr;
+  uint8_t* scratch = nullptr;
+  // Tag carried by every message of this schedule; peers must use the same
+  // tag for matching messages (it catches ranks calling different ops).
+  uint64_t tag = 0;
+};
+
+struct ExecutorOptions {
+  size_t chunk_bytes = 512 * 1024;
+  int max_inflight_per_peer = 8;  // chunks in flight per peer and direction
+  Workspace* staging = nullptr;   // receive-reduce staging; required
+};
+
+// Runs `schedules` to completion as one unit. Messages to a peer are posted
+// in the order of `schedules`, then step order, then chunk order. Returns the
+// transport's error, chorusTimeout at `deadline`, or chorusRemoteError when
+// `abort` becomes true.
+Status ExecuteSchedules(Transport* transport, int rank, const std::vector<BoundSchedule>& schedules,
+                        const ExecutorOptions& options, const std::atomic<bool>& abort, Deadline deadline);
+
+}  // namespace chorus

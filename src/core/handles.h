@@ -1,0 +1,42 @@
+// The structs behind the public opaque handles, and per-handle error text.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "core/communicator.h"
+#include "core/host_stream.h"
+
+// A communicator handle. Destroy and Abort release the Communicator but keep
+// this small shell (a deliberate tombstone of a few hundred bytes), so that a
+// later call with the stale handle is reported as invalid usage instead of
+// touching freed memory.
+struct chorusComm {
+  enum State : uint32_t { kLive = 0x11ce11ce, kDestroyed = 0xdead0001, kAborted = 0xdead0002 };
+  std::atomic<uint32_t> state{kLive};
+  std::unique_ptr<chorus::Communicator> impl;
+  std::mutex error_mutex;
+  char last_error[1024] = "";
+};
+
+struct chorusStream {
+  chorus::HostStream stream;
+};
+
+namespace chorus {
+
+// Stores `status`'s message as the last error of `comm` (if any) and of the
+// calling thread, and returns its code: every public entry point ends here.
+chorusResult_t Report(chorusComm* comm, const Status& status);
+
+// The calling thread's last error not tied to a communicator.
+const char* ThreadLastErrorText();
+
+// Checks that `comm` is a live communicator handle.
+Status CheckComm(const chorusComm* comm);
+
+}  // namespace chorus

@@ -1,0 +1,34 @@
+// Operation: one validated call (a collective or one side of a send/recv),
+// as the communicator launches it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "algorithms/collective.h"
+
+namespace chorus {
+
+struct Operation {
+  enum class Kind : uint8_t { kCollective, kSend, kRecv };
+  Kind kind = Kind::kCollective;
+
+  // kCollective
+  CollectiveArgs args;
+  // kSend / kRecv
+  int peer = -1;
+  size_t bytes = 0;
+  DataType dtype = chorusUint8;
+
+  const void* send = nullptr;
+  void* recv = nullptr;
+
+  // Reductions the kernels do not know: Avg divides the result by nranks;
+  // PreMulSum scales each input by `scalar` (one element of args.dtype).
+  bool average = false;
+  bool premultiply = false;
+  uint8_t scalar[8] = {};
+};
+
+}  // namespace chorus

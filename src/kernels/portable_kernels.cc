@@ -1,0 +1,101 @@
+// Portable kernels: plain indexed loops over (element type, op) templates.
+// They carry no __restrict: dst may alias an input exactly. An indexed loop
+// reads element i of every input before writing element i of dst, so exact
+// aliasing is harmless and the compiler still vectorises it (after a runtime
+// overlap check).
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/element_ops.h"
+#include "kernels/element_types.h"
+#include "kernels/kernel_table.h"
+
+namespace chorus::kernels {
+namespace {
+
+template <DataType kType, typename Op>
+void ReduceLoop(void* dst, const void* a, const void* b, size_t count) {
+  using E = ElementOf<kType>;
+  using S = typename E::Storage;
+  S* out = static_cast<S*>(dst);
+  const S* x = static_cast<const S*>(a);
+  const S* y = static_cast<const S*>(b);
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = E::Store(Op::Apply(E::Load(x[i]), E::Load(y[i])));
+  }
+}
+
+template <DataType kType>
+void ScaleLoop(void* dst, const void* src, size_t count, const void* scalar) {
+  using E = ElementOf<kType>;
+  using S = typename E::Storage;
+  S scalar_storage;
+  std::memcpy(&scalar_storage, scalar, sizeof(S));  // scalar may be unaligned
+  const auto factor = E::Load(scalar_storage);
+  S* out = static_cast<S*>(dst);
+  const S* in = static_cast<const S*>(src);
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = E::Store(WrappingMul(E::Load(in[i]), factor));
+  }
+}
+
+// Integers follow C's `x /= divisor` (truncation toward zero) except that
+// MIN / -1 wraps instead of trapping; a zero divisor leaves integers unchanged
+// rather than raising SIGFPE (callers pass nranks, so it never happens).
+template <DataType kType>
+void DivideLoop(void* buf, size_t count, int divisor) {
+  using E = ElementOf<kType>;
+  using S = typename E::Storage;
+  using C = typename E::Compute;
+  S* data = static_cast<S*>(buf);
+  if constexpr (std::is_integral_v<C>) {
+    if (divisor == 0) return;
+    if (std::is_signed_v<C> && divisor == -1) {
+      for (size_t i = 0; i < count; ++i) data[i] = WrappingMul(data[i], static_cast<S>(-1));
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) data[i] = static_cast<S>(data[i] / divisor);
+  } else {
+    const C d = static_cast<C>(divisor);
+    for (size_t i = 0; i < count; ++i) data[i] = E::Store(E::Load(data[i]) / d);
+  }
+}
+
+template <DataType kType>
+constexpr void FillType(KernelTable& table) {
+  table.reduce[kType][static_cast<int>(ReduceOp::kSum)] = &ReduceLoop<kType, SumOp>;
+  table.reduce[kType][static_cast<int>(ReduceOp::kProd)] = &ReduceLoop<kType, ProdOp>;
+  table.reduce[kType][static_cast<int>(ReduceOp::kMax)] = &ReduceLoop<kType, MaxOp>;
+  table.reduce[kType][static_cast<int>(ReduceOp::kMin)] = &ReduceLoop<kType, MinOp>;
+  table.scale[kType] = &ScaleLoop<kType>;
+  table.divide[kType] = &DivideLoop<kType>;
+}
+
+constexpr KernelTable MakePortableTable() {
+  KernelTable table{};
+  table.name = "portable";
+  FillType<chorusInt8>(table);
+  FillType<chorusUint8>(table);
+  FillType<chorusInt32>(table);
+  FillType<chorusUint32>(table);
+  FillType<chorusInt64>(table);
+  FillType<chorusUint64>(table);
+  FillType<chorusFloat16>(table);
+  FillType<chorusFloat32>(table);
+  FillType<chorusFloat64>(table);
+  FillType<chorusBfloat16>(table);
+  return table;
+}
+
+constexpr KernelTable kPortableTable = MakePortableTable();
+static_assert(chorusNumTypes == 10, "a new data type needs a FillType line above");
+
+}  // namespace
+
+const KernelTable& PortableKernels() { return kPortableTable; }
+
+// Only the portable table exists so far; CPU-specific tables will be chosen
+// here (once, by cpuid) when they arrive.
+const KernelTable& ActiveKernels() { return kPortableTable; }
+
+}  // namespace chorus::kernels

@@ -1,0 +1,144 @@
+#include "transports/tcp/tcp_lane.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+
+namespace chorus {
+
+TcpLane::TcpLane(Socket socket, std::string peer_label)
+    : socket_(std::move(socket)), peer_label_(std::move(peer_label)) {}
+
+void TcpLane::Push(TransferRequest* request, TransferRequest** head, TransferRequest** tail) {
+  request->next = nullptr;
+  if (*tail != nullptr) {
+    (*tail)->next = request;
+  } else {
+    *head = request;
+  }
+  *tail = request;
+}
+
+TransferRequest* TcpLane::Pop(TransferRequest** head, TransferRequest** tail) {
+  TransferRequest* request = *head;
+  *head = request->next;
+  if (*head == nullptr) *tail = nullptr;
+  request->next = nullptr;
+  return request;
+}
+
+void TcpLane::OnEvents(uint32_t events) {
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) readable_ = true;
+  if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) writable_ = true;
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hung_up_ = true;
+}
+
+Status TcpLane::Progress(bool* progressed) {
+  CHORUS_RETURN_IF_ERROR(ProgressSends(progressed));
+  return ProgressRecvs(progressed);
+}
+
+Status TcpLane::IoError(int err, const char* what) const {
+  if (err == EPIPE) return RemoteError(peer_label_, " closed the connection");
+  if (err == ECONNRESET) return RemoteError(peer_label_, " reset the connection");
+  return ErrnoError(err, StrCat(what, " ", peer_label_));
+}
+
+Status TcpLane::ProgressSends(bool* progressed) {
+  // A peer that hung up will never read what we queue for it: fail now
+  // instead of filling the socket buffer and waiting for the deadline.
+  if (send_head_ != nullptr && peer_hung_up_) {
+    return RemoteError(peer_label_, " closed the connection");
+  }
+  while (send_head_ != nullptr && writable_) {
+    TransferRequest* request = send_head_;
+    constexpr size_t kHeader = sizeof(WireHeader);
+    if (request->progress == 0) send_header_ = {kWireMagic, 0, request->tag, request->bytes};
+    iovec parts[2];
+    int count = 0;
+    if (request->progress < kHeader) {
+      parts[count++] = {reinterpret_cast<char*>(&send_header_) + request->progress,
+                        kHeader - request->progress};
+      if (request->bytes > 0) parts[count++] = {request->buffer, request->bytes};
+    } else {
+      const size_t done = request->progress - kHeader;
+      parts[count++] = {static_cast<char*>(request->buffer) + done, request->bytes - done};
+    }
+    msghdr message = {};
+    message.msg_iov = parts;
+    message.msg_iovlen = count;
+    const ssize_t sent = ::sendmsg(fd(), &message, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        writable_ = false;
+        break;
+      }
+      return IoError(errno, "sending to");
+    }
+    *progressed = true;
+    request->progress += static_cast<size_t>(sent);
+    if (request->progress == kHeader + request->bytes) Pop(&send_head_, &send_tail_)->done = true;
+  }
+  return Status::Ok();
+}
+
+Status TcpLane::CheckHeader(const TransferRequest& request) const {
+  if (recv_header_.magic != kWireMagic) {
+    return InternalError("bad message header from ", peer_label_, " (magic 0x", std::hex,
+                         recv_header_.magic, "): the stream is corrupt");
+  }
+  if (recv_header_.tag != request.tag || recv_header_.bytes != request.bytes) {
+    return InternalError("message mismatch with ", peer_label_, ": expected tag ", request.tag,
+                         " with ", request.bytes, " bytes, received tag ", recv_header_.tag,
+                         " with ", recv_header_.bytes,
+                         " bytes (did the ranks call different operations?)");
+  }
+  return Status::Ok();
+}
+
+Status TcpLane::ProgressRecvs(bool* progressed) {
+  constexpr size_t kHeader = sizeof(WireHeader);
+  while (recv_head_ != nullptr && readable_) {
+    TransferRequest* request = recv_head_;
+    char* into;
+    size_t wanted;
+    if (recv_header_bytes_ < kHeader) {
+      into = reinterpret_cast<char*>(&recv_header_) + recv_header_bytes_;
+      wanted = kHeader - recv_header_bytes_;
+    } else {
+      into = static_cast<char*>(request->buffer) + request->progress;
+      wanted = request->bytes - request->progress;
+    }
+    if (wanted > 0) {
+      const ssize_t got = ::recv(fd(), into, wanted, 0);
+      if (got == 0) return RemoteError(peer_label_, " closed the connection");
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          readable_ = false;
+          break;
+        }
+        return IoError(errno, "receiving from");
+      }
+      *progressed = true;
+      if (recv_header_bytes_ < kHeader) {
+        recv_header_bytes_ += static_cast<size_t>(got);
+        if (recv_header_bytes_ == kHeader) CHORUS_RETURN_IF_ERROR(CheckHeader(*request));
+        if (recv_header_bytes_ < kHeader || request->bytes > 0) continue;
+      } else {
+        request->progress += static_cast<size_t>(got);
+      }
+    }
+    if (recv_header_bytes_ == kHeader && request->progress == request->bytes) {
+      Pop(&recv_head_, &recv_tail_)->done = true;
+      recv_header_bytes_ = 0;
+      *progressed = true;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace chorus

@@ -1,0 +1,61 @@
+// TcpLane: one socket of a TCP peer connection with its two FIFO queues of
+// posted requests. Driven by TcpTransport with edge-triggered epoll: the lane
+// remembers whether its socket may be readable/writable and moves bytes
+// until the kernel says EAGAIN or its queue is empty.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "transports/socket/socket.h"
+#include "transports/tcp/wire_header.h"
+#include "transports/transport.h"
+
+namespace chorus {
+
+class TcpLane {
+ public:
+  // `peer_label` names the peer in errors: "peer 3 (10.0.0.4:5000)".
+  TcpLane(Socket socket, std::string peer_label);
+
+  int fd() const { return socket_.fd(); }
+  void ShutdownSocket() { socket_.ShutdownBoth(); }
+
+  void PushSend(TransferRequest* request) { Push(request, &send_head_, &send_tail_); }
+  void PushRecv(TransferRequest* request) { Push(request, &recv_head_, &recv_tail_); }
+  bool idle() const { return send_head_ == nullptr && recv_head_ == nullptr; }
+
+  // Records what epoll reported (EPOLLIN/OUT/RDHUP/HUP/ERR).
+  void OnEvents(uint32_t events);
+
+  // Moves as many bytes as the socket takes without blocking; sets
+  // *progressed when any byte moved. Fails when the peer closed or reset the
+  // connection while a request is pending on this lane, or on a header that
+  // does not match the posted receive.
+  Status Progress(bool* progressed);
+
+ private:
+  static void Push(TransferRequest* request, TransferRequest** head, TransferRequest** tail);
+  static TransferRequest* Pop(TransferRequest** head, TransferRequest** tail);
+  Status ProgressSends(bool* progressed);
+  Status ProgressRecvs(bool* progressed);
+  Status CheckHeader(const TransferRequest& request) const;
+  Status IoError(int err, const char* what) const;
+
+  Socket socket_;
+  std::string peer_label_;
+  TransferRequest* send_head_ = nullptr;
+  TransferRequest* send_tail_ = nullptr;
+  TransferRequest* recv_head_ = nullptr;
+  TransferRequest* recv_tail_ = nullptr;
+  WireHeader send_header_ = {};  // header of send_head_, built when it starts
+  WireHeader recv_header_ = {};  // header of recv_head_, as it arrives
+  size_t recv_header_bytes_ = 0;
+  // Edge-triggered readiness: true until a call returns EAGAIN.
+  bool readable_ = true;
+  bool writable_ = true;
+  bool peer_hung_up_ = false;  // EPOLLRDHUP/HUP/ERR seen
+};
+
+}  // namespace chorus

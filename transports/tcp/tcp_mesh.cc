@@ -1,0 +1,104 @@
+#include "transports/tcp/tcp_mesh.h"
+
+#include <algorithm>
+
+#include "transports/socket/handshake.h"
+
+namespace chorus {
+namespace {
+
+// An accepted connection must finish its handshake this fast, so a silent
+// stranger delays the others only briefly.
+constexpr int kHandshakeTimeoutMs = 5000;
+// Accept waits in slices so that cancellation is noticed.
+constexpr int kAcceptSliceMs = 100;
+
+Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
+
+Status ConnectLanes(const TransportOptions& options, int peer, const std::string& address,
+                    Deadline deadline, std::vector<Socket>* lanes) {
+  SocketAddress target;
+  CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target).WithContext(TcpPeerLabel(peer, address)));
+  for (int lane = 0; lane < options.nsocks; ++lane) {
+    Socket socket;
+    CHORUS_RETURN_IF_ERROR(Socket::Connect(target, deadline, &socket)
+                               .WithContext(StrCat("connecting to ", TcpPeerLabel(peer, address))));
+    socket.set_peer_name(TcpPeerLabel(peer, address));
+    Hello hello;
+    hello.purpose = ConnectionPurpose::kTcpLane;
+    hello.rank = options.rank;
+    hello.lane = lane;
+    CHORUS_RETURN_IF_ERROR(ConnectHandshake(socket, options.secret, hello, deadline));
+    (*lanes)[lane] = std::move(socket);
+  }
+  return Status::Ok();
+}
+
+std::string MissingLanes(const std::vector<std::vector<Socket>>& lanes, int from_rank) {
+  std::string missing;
+  int listed = 0;
+  for (size_t peer = static_cast<size_t>(from_rank); peer < lanes.size(); ++peer) {
+    for (size_t lane = 0; lane < lanes[peer].size(); ++lane) {
+      if (lanes[peer][lane].valid()) continue;
+      if (++listed > 8) return missing + ", ...";
+      missing += StrCat(missing.empty() ? "" : ", ", "rank ", peer, " lane ", lane);
+    }
+  }
+  return missing;
+}
+
+Status AcceptLanes(const TransportOptions& options, const Socket& listener, Deadline deadline,
+                   const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes) {
+  int expected = (options.nranks - 1 - options.rank) * options.nsocks;
+  while (expected > 0) {
+    if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
+    if (deadline.Expired()) {
+      return TimeoutError("TCP transport: rank ", options.rank,
+                          " timed out waiting for connections from ",
+                          MissingLanes(*lanes, options.rank + 1));
+    }
+    Socket socket;
+    Status accepted = listener.Accept(Sooner(deadline, Deadline::AfterMs(kAcceptSliceMs)), &socket);
+    if (accepted.code() == chorusTimeout) continue;
+    CHORUS_RETURN_IF_ERROR(accepted);
+    Hello hello;
+    Status verified = AcceptHandshake(socket, options.secret, ConnectionPurpose::kTcpLane,
+                                      Sooner(deadline, Deadline::AfterMs(kHandshakeTimeoutMs)), &hello);
+    if (verified.ok() &&
+        (hello.rank <= options.rank || hello.rank >= options.nranks || hello.lane < 0 ||
+         hello.lane >= options.nsocks || (*lanes)[hello.rank][hello.lane].valid())) {
+      verified = InvalidUsage("unexpected connection claiming rank ", hello.rank, " lane ",
+                              hello.lane, " from ", socket.peer_name());
+    }
+    if (!verified.ok()) {
+      WarnDroppedConnection(StrCat("TCP transport rank ", options.rank), verified);
+      continue;
+    }
+    socket.set_peer_name(TcpPeerLabel(hello.rank, socket.peer_name()));
+    (*lanes)[hello.rank][hello.lane] = std::move(socket);
+    --expected;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string TcpPeerLabel(int peer, const std::string& address) {
+  return StrCat("peer ", peer, " (", address, ")");
+}
+
+Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
+                        const std::vector<std::string>& addresses, Deadline deadline,
+                        const std::atomic<bool>& cancelled,
+                        std::vector<std::vector<Socket>>* lanes) {
+  lanes->clear();
+  lanes->resize(options.nranks);
+  for (auto& peer_lanes : *lanes) peer_lanes.resize(options.nsocks);
+  for (int peer = 0; peer < options.rank; ++peer) {
+    if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
+    CHORUS_RETURN_IF_ERROR(ConnectLanes(options, peer, addresses[peer], deadline, &(*lanes)[peer]));
+  }
+  return AcceptLanes(options, listener, deadline, cancelled, lanes);
+}
+
+}  // namespace chorus

@@ -1,0 +1,201 @@
+#include "transports/tcp/tcp_transport.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "transports/socket/interface.h"
+#include "transports/tcp/tcp_mesh.h"
+
+namespace chorus {
+
+class TcpTransport::TcpEndpoint : public Endpoint {
+ public:
+  TcpEndpoint(TcpTransport* transport, int peer) : transport_(transport), peer_(peer) {}
+  int peer() const override { return peer_; }
+  Status PostSend(TransferRequest* request) override { return transport_->Post(peer_, request, true); }
+  Status PostRecv(TransferRequest* request) override { return transport_->Post(peer_, request, false); }
+
+ private:
+  TcpTransport* transport_;
+  int peer_;
+};
+
+struct TcpTransport::Peer {
+  Peer(TcpTransport* transport, int rank) : endpoint(transport, rank) {}
+  TcpEndpoint endpoint;
+  std::vector<std::unique_ptr<TcpLane>> lanes;
+  uint64_t sends_posted = 0;  // picks the lane of the next send
+  uint64_t recvs_posted = 0;  // picks the lane of the next receive
+};
+
+Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport) {
+  if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
+    return InvalidArgument("TCP transport: rank ", options.rank, " out of range for ",
+                           options.nranks, " ranks");
+  }
+  if (options.nsocks < 1 || options.nsocks > 64) {
+    return InvalidArgument("TCP transport: nsocks must be in [1, 64], got ", options.nsocks);
+  }
+  std::unique_ptr<TcpTransport> created(new TcpTransport(options));
+  CHORUS_RETURN_IF_ERROR(created->Listen());
+  *transport = std::move(created);
+  return Status::Ok();
+}
+
+TcpTransport::TcpTransport(const TransportOptions& options) : options_(options) {}
+
+TcpTransport::~TcpTransport() = default;
+
+Status TcpTransport::Listen() {
+  NetworkInterface chosen;
+  CHORUS_RETURN_IF_ERROR(FindInterface(options_.ifname, &chosen));
+  CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, &listener_));
+  SocketAddress bound;
+  CHORUS_RETURN_IF_ERROR(listener_.LocalAddress(&bound));
+  local_address_ = bound.ToString();
+
+  epoll_ = Socket(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.valid()) return ErrnoError(errno, "epoll_create1");
+  wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
+  epoll_event event = {};
+  event.events = EPOLLIN;
+  event.data.ptr = nullptr;  // marks the wakeup fd
+  if (::epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, wakeup_.fd(), &event) != 0) {
+    return ErrnoError(errno, "epoll_ctl(eventfd)");
+  }
+  return Status::Ok();
+}
+
+Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
+  if (connected_) return InvalidUsage("TCP transport: Connect called twice");
+  if (static_cast<int>(addresses.size()) != options_.nranks) {
+    return InvalidArgument("TCP transport: ", addresses.size(), " addresses for ", options_.nranks,
+                           " ranks");
+  }
+  std::vector<std::vector<Socket>> sockets;
+  CHORUS_RETURN_IF_ERROR(
+      EstablishTcpMesh(options_, listener_, addresses, deadline, shut_down_, &sockets));
+
+  std::lock_guard<std::mutex> lock(shutdown_mutex_);
+  if (shut_down_.load()) return InvalidUsage("TCP transport shut down while connecting");
+  peers_.resize(options_.nranks);
+  for (int rank = 0; rank < options_.nranks; ++rank) {
+    if (rank == options_.rank) continue;
+    auto peer = std::make_unique<Peer>(this, rank);
+    for (Socket& socket : sockets[rank]) {
+      auto lane = std::make_unique<TcpLane>(std::move(socket), TcpPeerLabel(rank, addresses[rank]));
+      epoll_event event = {};
+      // Edge-triggered: readiness is remembered by the lane, so an idle lane
+      // with unread data or free buffer space never wakes us in a loop, and
+      // EPOLLRDHUP reports a dead peer even when nothing is posted.
+      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      event.data.ptr = lane.get();
+      if (::epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, lane->fd(), &event) != 0) {
+        return ErrnoError(errno, "epoll_ctl(lane)");
+      }
+      lanes_.push_back(lane.get());
+      peer->lanes.push_back(std::move(lane));
+    }
+    peers_[rank] = std::move(peer);
+  }
+  listener_.Close();  // everyone is in; later strangers get ECONNREFUSED
+  connected_ = true;
+  return Status::Ok();
+}
+
+Endpoint* TcpTransport::endpoint(int peer) {
+  if (!connected_ || peer < 0 || peer >= options_.nranks || peers_[peer] == nullptr) return nullptr;
+  return &peers_[peer]->endpoint;
+}
+
+Status TcpTransport::Post(int peer, TransferRequest* request, bool is_send) {
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("TCP transport was shut down"));
+  if (request == nullptr) return InvalidArgument("TCP transport: null request");
+  if (request->buffer == nullptr && request->bytes > 0) {
+    return InvalidArgument("TCP transport: null buffer for a ", request->bytes, "-byte message");
+  }
+  Peer& target = *peers_[peer];
+  uint64_t& posted = is_send ? target.sends_posted : target.recvs_posted;
+  request->done = false;
+  request->progress = 0;
+  request->lane = static_cast<uint32_t>(posted++ % target.lanes.size());
+  TcpLane& lane = *target.lanes[request->lane];
+  if (is_send) {
+    lane.PushSend(request);
+  } else {
+    lane.PushRecv(request);
+  }
+  return Status::Ok();
+}
+
+Status TcpTransport::Fail(Status status) {
+  if (error_.ok()) error_ = status;
+  // Closing our side at once tells every peer waiting on us that we are gone.
+  Shutdown();
+  return error_;
+}
+
+Status TcpTransport::ProgressLanes(bool* progressed) {
+  for (TcpLane* lane : lanes_) {
+    if (lane->idle()) continue;
+    Status status = lane->Progress(progressed);
+    if (!status.ok()) return Fail(status);
+  }
+  return Status::Ok();
+}
+
+Status TcpTransport::WaitForEvents(int timeout_ms, bool* lane_events) {
+  epoll_event events[64];
+  const int count = ::epoll_wait(epoll_.fd(), events, 64, timeout_ms);
+  if (count < 0) {
+    if (errno == EINTR) return Status::Ok();
+    return Fail(ErrnoError(errno, "epoll_wait"));
+  }
+  for (int i = 0; i < count; ++i) {
+    if (events[i].data.ptr == nullptr) {
+      uint64_t ignored;
+      while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
+      }
+      continue;
+    }
+    static_cast<TcpLane*>(events[i].data.ptr)->OnEvents(events[i].events);
+    *lane_events = true;
+  }
+  return Status::Ok();
+}
+
+Status TcpTransport::Progress(int timeout_ms) {
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("TCP transport was shut down"));
+  if (!connected_) return InvalidUsage("TCP transport: Progress before Connect");
+  bool progressed = false;
+  CHORUS_RETURN_IF_ERROR(ProgressLanes(&progressed));
+  bool lane_events = false;
+  CHORUS_RETURN_IF_ERROR(WaitForEvents(progressed ? 0 : timeout_ms, &lane_events));
+  if (shut_down_.load()) return Fail(InvalidUsage("TCP transport was shut down"));
+  if (lane_events) CHORUS_RETURN_IF_ERROR(ProgressLanes(&progressed));
+  return Status::Ok();
+}
+
+void TcpTransport::Wakeup() {
+  const uint64_t one = 1;
+  // A full counter (EAGAIN) already means "wake up".
+  [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
+}
+
+void TcpTransport::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
+    if (shut_down_.exchange(true)) return;
+    listener_.ShutdownBoth();
+    for (TcpLane* lane : lanes_) lane->ShutdownSocket();
+  }
+  Wakeup();
+}
+
+}  // namespace chorus

@@ -1,0 +1,64 @@
+// TcpTransport: messages over TCP sockets, `nsocks` sockets ("lanes") per
+// peer, driven by one edge-triggered epoll set. Message k to (or from) a
+// peer travels on lane k % nsocks on both sides, so per-peer order holds
+// without sequence numbers. Every message is a WireHeader then the payload,
+// read straight into the posted buffer; posting allocates nothing.
+//
+// Threading: PostSend/PostRecv/Progress from one thread at a time (the
+// progress engine); Wakeup and Shutdown from any thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transports/socket/socket.h"
+#include "transports/tcp/tcp_lane.h"
+#include "transports/transport.h"
+
+namespace chorus {
+
+// Listens on the interface chosen by options.ifname (ephemeral port).
+Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport);
+
+class TcpTransport : public Transport {
+ public:
+  ~TcpTransport() override;
+
+  const char* name() const override { return "tcp"; }
+  TransportCapabilities capabilities() const override { return {}; }
+  std::string LocalAddress() const override { return local_address_; }
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override;
+  Endpoint* endpoint(int peer) override;
+  Status Progress(int timeout_ms) override;
+  void Wakeup() override;
+  void Shutdown() override;
+
+ private:
+  friend Status CreateTcpTransport(const TransportOptions&, std::unique_ptr<Transport>*);
+  class TcpEndpoint;
+  struct Peer;
+
+  explicit TcpTransport(const TransportOptions& options);
+  Status Listen();
+  Status Post(int peer, TransferRequest* request, bool is_send);
+  Status ProgressLanes(bool* progressed);
+  Status WaitForEvents(int timeout_ms, bool* lane_events);
+  Status Fail(Status status);
+
+  TransportOptions options_;
+  Socket listener_;
+  std::string local_address_;
+  Socket epoll_;     // not a socket, but the same close-on-destroy ownership
+  Socket wakeup_;    // eventfd
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self
+  std::vector<TcpLane*> lanes_;               // every lane, for the progress sweep
+  bool connected_ = false;
+  Status error_;     // first failure; returned by every later call
+  std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the lanes
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace chorus
