@@ -2,7 +2,8 @@
 // (binary16 "half" and bfloat16). Written as bit manipulation plus selects,
 // without table lookups, so that the kernels' loops stay vectorisable.
 //
-// Guarantees (assuming the default rounding mode and no flush-to-zero):
+// Guarantees (in the default round-to-nearest mode; FTZ/DAZ do not matter,
+// since no intermediate is a float subnormal unless the input is one):
 //  - HalfToFloat / Bfloat16ToFloat are exact for every input; NaN stays NaN
 //    with its payload shifted into the float mantissa.
 //  - FloatToHalf rounds to nearest, ties to even, produces correct

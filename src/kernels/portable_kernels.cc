@@ -1,8 +1,11 @@
-// Portable kernels: plain indexed loops over (element type, op) templates.
-// They carry no __restrict: dst may alias an input exactly. An indexed loop
-// reads element i of every input before writing element i of dst, so exact
-// aliasing is harmless and the compiler still vectorises it (after a runtime
-// overlap check).
+// Portable kernels: plain indexed loops over (element type, op) templates,
+// which the compiler auto-vectorises.
+//
+// No __restrict: dst may equal a, b or src exactly. An indexed loop reads
+// element i of every input before writing element i of dst, so exact
+// aliasing is harmless, and the compiler still vectorises it behind a
+// runtime overlap check (measured: float32 sum runs as fast with dst == a
+// or dst == b as with distinct buffers).
 #include <cstring>
 #include <type_traits>
 

@@ -8,11 +8,20 @@ namespace chorus::testing {
 
 namespace {
 
+// Integer arithmetic goes through the unsigned type so overflow wraps
+// instead of being undefined.
+template <typename T, bool kIntegral = std::is_integral_v<T>>
+struct ArithmeticType {
+  using type = T;
+};
+template <typename T>
+struct ArithmeticType<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
 template <typename T>
 T Combine(T x, T y, ReduceOp op) {
-  // Integer arithmetic goes through the unsigned type so overflow wraps
-  // instead of being undefined.
-  using Arith = std::conditional_t<std::is_integral_v<T>, std::make_unsigned_t<T>, T>;
+  using Arith = typename ArithmeticType<T>::type;
   switch (op) {
     case ReduceOp::kSum: return static_cast<T>(static_cast<Arith>(x) + static_cast<Arith>(y));
     case ReduceOp::kProd:

@@ -45,7 +45,9 @@ TEST(SplitTest, EvenOddWithReversedKeys) {
     EXPECT_EQ(total, 4);
   });
   RunOnThreads(4, [&](int rank) {
-    if (halves[rank] != nullptr) EXPECT_EQ(chorusCommDestroy(halves[rank]), chorusSuccess);
+    if (halves[rank] != nullptr) {
+      EXPECT_EQ(chorusCommDestroy(halves[rank]), chorusSuccess);
+    }
   });
 }
 

@@ -191,8 +191,13 @@ TEST(RendezvousTest, RootAtAFixedAddress) {
   std::vector<std::string> drain;
   // Finish that root's rendezvous so its port is free again.
   ASSERT_TRUE(Rendezvous(id, 0, 1, "", Deadline::AfterMs(5000), &drain).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(StartRendezvousRootAt(id, 10000).ok());
+  Status started;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // until the old root thread let go of the port
+    started = StartRendezvousRootAt(id, 10000);
+    if (started.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(started.ok()) << started.message();
   std::vector<RankResult> results = RunRanks(id, {{0, 2}, {1, 2}}, 10000);
   for (const RankResult& result : results) {
     ASSERT_TRUE(result.status.ok()) << result.status.message();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "transports/socket/interface.h"
 #include "transports/tcp/tcp_mesh.h"
@@ -87,6 +88,7 @@ Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline
     if (rank == options_.rank) continue;
     auto peer = std::make_unique<Peer>(this, rank);
     for (Socket& socket : sockets[rank]) {
+      if (getenv("SOCKBUF")) (void)socket.SetBufferSizes(atoi(getenv("SOCKBUF")));
       auto lane = std::make_unique<TcpLane>(std::move(socket), TcpPeerLabel(rank, addresses[rank]));
       epoll_event event = {};
       // Edge-triggered: readiness is remembered by the lane, so an idle lane

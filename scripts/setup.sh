@@ -1,0 +1,36 @@
+# Shared set-up of run.sh and test.sh; source it from the repository root.
+# Installs the Debian packages the build needs (only those missing), then
+# configures and builds the release tree in $CHORUS_BUILD_DIR (default build).
+
+CHORUS_PACKAGES=(meson ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libhwloc-dev)
+CHORUS_BUILD_DIR=${CHORUS_BUILD_DIR:-build}
+
+chorus_package_installed() {
+  dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+}
+
+chorus_install_packages() {
+  local missing=() package
+  for package in "${CHORUS_PACKAGES[@]}"; do
+    chorus_package_installed "$package" || missing+=("$package")
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  echo "installing missing packages: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}
+
+chorus_configure_and_build() {
+  if [ -f "$CHORUS_BUILD_DIR/meson-private/coredata.dat" ]; then
+    meson setup --reconfigure "$CHORUS_BUILD_DIR" --buildtype=release
+  else
+    meson setup "$CHORUS_BUILD_DIR" --buildtype=release
+  fi
+  ninja -C "$CHORUS_BUILD_DIR"
+}

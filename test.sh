@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, runs every *_test executable under the
+# build's tests/ (each under a timeout) and totals their gtest cases. The
+# last line is always "N passed, M failed"; the exit status is non-zero when
+# anything failed or nothing ran. A binary that crashes or times out counts
+# as at least one failure.
+set -uo pipefail
+cd "$(dirname "$0")"
+source scripts/setup.sh
+
+TEST_TIMEOUT_S=${CHORUS_TEST_TIMEOUT_S:-600}
+passed=0
+failed=0
+
+finish() {
+  echo "$passed passed, $failed failed"
+  if [ "$failed" -gt 0 ] || [ $((passed + failed)) -eq 0 ]; then
+    exit 1
+  fi
+  exit 0
+}
+
+if ! chorus_install_packages || ! chorus_configure_and_build; then
+  echo "set-up or build failed"
+  failed=1
+  finish
+fi
+
+export GTEST_COLOR=no
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+mapfile -t tests < <(find "$CHORUS_BUILD_DIR/tests" -name '*_test' -type f -executable | sort)
+for test in "${tests[@]}"; do
+  echo "=== $test"
+  start=$SECONDS
+  timeout --kill-after=10 "$TEST_TIMEOUT_S" "$test" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  # gtest's summary: "[  PASSED  ] 12 tests." and "[  FAILED  ] 2 tests, listed below:"
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -n 1)
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9][0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$log" | tail -n 1)
+  if [ -z "$p" ] && [ -z "$f" ]; then
+    # No summary (crash, hang): count the cases that finished before it.
+    p=$(grep -c '^\[       OK \]' "$log")
+    f=$(grep -c '^\[  FAILED  \] .* ([0-9]* ms)$' "$log")
+  fi
+  p=${p:-0}
+  f=${f:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+  fi
+  case $rc in
+    0) ;;
+    124 | 137) echo "=== $test: TIMED OUT after ${TEST_TIMEOUT_S} s" ;;
+    *) echo "=== $test: exit status $rc" ;;
+  esac
+  echo "=== $test: $p passed, $f failed ($((SECONDS - start)) s)"
+  passed=$((passed + p))
+  failed=$((failed + f))
+done
+if [ "${#tests[@]}" -eq 0 ]; then
+  echo "no *_test executables under $CHORUS_BUILD_DIR/tests"
+fi
+finish

@@ -1,0 +1,33 @@
+// One collective call on N virtual ranks, end to end: build every rank's
+// schedule, bind buffers the way a user would (in place with NCCL's layout,
+// unused root-only buffers left unbound), check the schedules statically,
+// run them on the virtual executor and compare with a straightforward
+// reference computed rank by rank.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "algorithms/algorithm.h"
+#include "virtual_executor.h"
+
+namespace chorus::testing {
+
+struct CollectiveCase {
+  Collective coll = Collective::kAllReduce;
+  Algorithm algo = Algorithm::kRing;
+  int nranks = 1;
+  size_t count = 0;
+  int root = 0;
+  bool in_place = false;
+  DataType dtype = chorusInt32;
+  ReduceOp op = ReduceOp::kSum;
+  VirtualRunOptions run;
+};
+
+std::string DescribeCase(const CollectiveCase& c);
+
+// Returns an empty string on success, else the failure with context.
+std::string RunCollectiveCase(const CollectiveCase& c);
+
+}  // namespace chorus::testing

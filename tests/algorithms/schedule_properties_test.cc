@@ -1,0 +1,220 @@
+// Properties of the built schedules beyond "the result is right": sizes
+// beyond 2^31 elements, trivial cases, and the pipelining the executor needs.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "schedule_checker.h"
+
+namespace chorus::testing {
+namespace {
+
+CollectiveArgs Args(Collective coll, int nranks, int rank, size_t count,
+                    DataType dtype = chorusFloat32) {
+  CollectiveArgs args;
+  args.coll = coll;
+  args.nranks = nranks;
+  args.rank = rank;
+  args.count = count;
+  args.dtype = dtype;
+  return args;
+}
+
+std::vector<Schedule> BuildAll(CollectiveArgs args, Algorithm algo) {
+  std::vector<Schedule> schedules(args.nranks);
+  for (int r = 0; r < args.nranks; ++r) {
+    args.rank = r;
+    Status status = BuildSchedule(args, algo, &schedules[r]);
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+  return schedules;
+}
+
+const Collective kAll[] = {Collective::kAllReduce,     Collective::kBroadcast,
+                           Collective::kReduce,        Collective::kAllGather,
+                           Collective::kReduceScatter, Collective::kAllToAll,
+                           Collective::kGather,        Collective::kScatter};
+
+// Counts beyond 2^31 elements: checked statically with made-up addresses
+// (the checker never dereferences), for every collective and algorithm.
+TEST(ScheduleProperties, HugeCountsStayConsistent) {
+  const size_t count = (size_t{1} << 31) + 3;  // 16 GiB of float64 per block
+  const int p = 5;
+  for (Collective coll : kAll) {
+    for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+      if (!Supports(algo, coll)) continue;
+      for (bool in_place : {false, true}) {
+        CollectiveArgs args = Args(coll, p, 0, count, chorusFloat64);
+        args.root = 2;
+        args.in_place = in_place;
+        std::vector<Schedule> schedules = BuildAll(args, algo);
+        std::vector<RankMemory> memory(p);
+        for (int r = 0; r < p; ++r) {
+          args.rank = r;
+          const size_t block = count * 8;
+          uintptr_t base = (uintptr_t{1} << 40) * (r + 1);
+          memory[r].send_bytes = SendBufferBytes(args);
+          memory[r].recv_bytes = RecvBufferBytes(args);
+          memory[r].send = reinterpret_cast<uint8_t*>(base);
+          memory[r].recv = reinterpret_cast<uint8_t*>(base + (uintptr_t{1} << 39));
+          if (in_place) {
+            memory[r].recv = memory[r].send;
+            if (coll == Collective::kAllGather || coll == Collective::kGather) {
+              memory[r].send += r * block;
+            }
+            if (coll == Collective::kReduceScatter || coll == Collective::kScatter) {
+              memory[r].recv += r * block;
+            }
+          }
+        }
+        const std::string error = CheckSchedules(schedules, memory);
+        EXPECT_TRUE(error.empty()) << CollectiveName(coll) << "/" << AlgorithmName(algo)
+                                   << ": " << error.substr(0, 2000);
+      }
+    }
+  }
+}
+
+TEST(ScheduleProperties, RingAllReduceSegmentsCoverHugeBuffer) {
+  const size_t count = (size_t{1} << 32) + 7;
+  const int p = 3;
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 1, count), Algorithm::kRing,
+                            &schedule).ok());
+  // Each rank sends 2(p-1) segments; the segments it receives in the
+  // allgather plus the one it finished itself cover the whole buffer.
+  size_t received = 0;
+  size_t sent = 0;
+  for (const Step& step : schedule.steps) {
+    if (step.kind == StepKind::kSend) sent += step.bytes;
+    if (step.kind == StepKind::kRecv) received += step.bytes;
+  }
+  const size_t seg_bytes_rank2 = (count / 3) * 4;  // rank 1 finishes segment 2 (short one)
+  EXPECT_EQ(received + seg_bytes_rank2, count * 4);
+  EXPECT_GT(sent, size_t{1} << 33);
+}
+
+TEST(ScheduleProperties, ZeroCountIsEmpty) {
+  for (Collective coll : kAll) {
+    for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+      if (!Supports(algo, coll)) continue;
+      Schedule schedule;
+      schedule.steps.resize(3);  // stale content must be cleared
+      ASSERT_TRUE(BuildSchedule(Args(coll, 4, 1, 0), algo, &schedule).ok());
+      EXPECT_TRUE(schedule.steps.empty()) << CollectiveName(coll);
+      EXPECT_EQ(schedule.scratch_bytes, 0u);
+      EXPECT_EQ(schedule.algorithm, AlgorithmName(algo));
+    }
+  }
+}
+
+TEST(ScheduleProperties, OneRankIsALocalCopy) {
+  for (Collective coll : kAll) {
+    Schedule schedule;
+    CollectiveArgs args = Args(coll, 1, 0, 10, chorusInt32);
+    ASSERT_TRUE(BuildSchedule(args, Algorithm::kRing, &schedule).ok());
+    ASSERT_EQ(schedule.steps.size(), 1u) << CollectiveName(coll);
+    EXPECT_EQ(schedule.steps[0].kind, StepKind::kCopy);
+    EXPECT_EQ(schedule.steps[0].bytes, 40u);
+    args.in_place = true;
+    ASSERT_TRUE(BuildSchedule(args, Algorithm::kRing, &schedule).ok());
+    EXPECT_TRUE(schedule.steps.empty()) << CollectiveName(coll);
+  }
+}
+
+// The executor pipelines a dependency only when both steps have the same
+// length. The chain and tree algorithms must be fully pipelined, and the
+// ring allreduce must pipeline every segment hand-off.
+TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
+  struct Case {
+    Collective coll;
+    Algorithm algo;
+  };
+  const Case cases[] = {{Collective::kAllReduce, Algorithm::kRing},
+                        {Collective::kAllReduce, Algorithm::kTree},
+                        {Collective::kBroadcast, Algorithm::kRing},
+                        {Collective::kBroadcast, Algorithm::kTree},
+                        {Collective::kReduce, Algorithm::kRing},
+                        {Collective::kReduce, Algorithm::kTree},
+                        {Collective::kAllGather, Algorithm::kRing},
+                        {Collective::kReduceScatter, Algorithm::kRing}};
+  for (const Case& c : cases) {
+    for (int p : {2, 3, 8, 13}) {
+      for (bool in_place : {false, true}) {
+        CollectiveArgs args = Args(c.coll, p, 0, 1000 * p + 1);  // uneven segments
+        args.root = p / 2;
+        args.in_place = in_place;
+        for (const Schedule& schedule : BuildAll(args, c.algo)) {
+          for (size_t i = 0; i < schedule.steps.size(); ++i) {
+            for (uint32_t dep : schedule.steps[i].deps) {
+              EXPECT_EQ(schedule.steps[dep].bytes, schedule.steps[i].bytes)
+                  << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " p=" << p
+                  << " step " << i << " dep " << dep << "\n"
+                  << DescribeSchedule(schedule);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ScheduleProperties, TreeAllReduceHasLogarithmicDepth) {
+  // Rank 0 of 16 receives from 4 children and sends to 4: 2*log2(16) messages.
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 16, 0, 100), Algorithm::kTree,
+                            &schedule).ok());
+  EXPECT_EQ(schedule.steps.size(), 8u) << DescribeSchedule(schedule);
+  EXPECT_EQ(schedule.algorithm, "tree");
+}
+
+TEST(ScheduleProperties, RingAllReduceMovesTwiceTheBufferOverP) {
+  const int p = 4;
+  const size_t count = 4000;
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 2, count), Algorithm::kRing,
+                            &schedule).ok());
+  size_t sent = 0;
+  for (const Step& step : schedule.steps) {
+    if (step.kind == StepKind::kSend) sent += step.bytes;
+  }
+  EXPECT_EQ(sent, 2 * (p - 1) * count / p * 4);
+}
+
+TEST(ScheduleProperties, BuildScheduleRejectsBadArguments) {
+  Schedule schedule;
+  CollectiveArgs args = Args(Collective::kAllReduce, 4, 0, 10);
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kAuto, &schedule).code(), chorusInvalidArgument);
+  args.coll = Collective::kAllGather;
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kTree, &schedule).code(), chorusInvalidArgument);
+  args = Args(Collective::kAllReduce, 4, 4, 10);
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
+  args = Args(Collective::kBroadcast, 4, 1, 10);
+  args.root = -1;
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
+  args = Args(Collective::kAllReduce, 0, 0, 10);
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
+  args = Args(Collective::kAllReduce, 4, 0, 10);
+  args.dtype = static_cast<DataType>(99);
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
+  args = Args(Collective::kAllGather, 4, 0, SIZE_MAX / 8, chorusFloat64);
+  EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
+}
+
+TEST(ScheduleProperties, DescribeScheduleNamesEveryStep) {
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 3, 0, 6, chorusInt32),
+                            Algorithm::kRing, &schedule).ok());
+  const std::string text = DescribeSchedule(schedule);
+  EXPECT_NE(text.find("algorithm=ring dtype=int32 op=sum element_size=4"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("#0 send peer=1 src=send+0 bytes=8"), std::string::npos) << text;
+  EXPECT_NE(text.find("recvreduce peer=2 src=send+16 dst=recv+16 bytes=8"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("deps=["), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace chorus::testing
