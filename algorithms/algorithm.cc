@@ -16,11 +16,12 @@ constexpr size_t kCollectiveCount = static_cast<size_t>(Collective::kCount);
 // Up to this size a collective is latency-bound everywhere: the binomial tree
 // pays 2*ceil(log2 p) message latencies against the ring's 2(p-1).
 constexpr size_t kTreeAlwaysBytes = 64 * 1024;
-// Between 64 and 256 KiB the tree's extra traffic through the root
-// (log2 p full copies instead of the ring's 2(p-1)/p) roughly balances the
-// ring's latencies. From 8 ranks on the ring's 14+ TCP latencies (tens of
-// microseconds each) still outweigh moving 256 KiB a few more times, below
-// that the ring's bandwidth wins.
+// Above that, bandwidth starts to count. A pipelined tree moves about
+// log2(p) buffers through the root's link, the ring 2(p-1)/p buffers through
+// every link. With TCP-like costs (alpha ~ 20 us, ~2.5 GB/s) at 256 KiB the
+// two break even around 8 ranks (tree ~435 us, ring ~465 us), and the tree
+// wins clearly beyond (16 ranks: ~580 vs ~800 us); with 4 ranks the ring
+// already wins. The tuner refines this with measured alpha/beta.
 constexpr size_t kTreeManyRanksBytes = 256 * 1024;
 constexpr int kTreeManyRanks = 8;
 
@@ -63,8 +64,8 @@ bool ParseCollectiveName(const std::string& name, Collective* coll) {
 }
 
 bool IsRooted(Collective coll) {
-  return coll == Collective::kBroadcast || coll == Collective::kReduce ||
-         coll == Collective::kGather || coll == Collective::kScatter;
+  return coll == Collective::kBroadcast || coll == Collective::kReduce || coll == Collective::kGather ||
+         coll == Collective::kScatter;
 }
 
 Status ValidateArgs(const CollectiveArgs& args) {
@@ -85,11 +86,10 @@ Status ValidateArgs(const CollectiveArgs& args) {
   if (op < static_cast<int>(ReduceOp::kSum) || op > static_cast<int>(ReduceOp::kMin)) {
     return InvalidArgument("unknown reduction op ", op);
   }
-  const size_t limit = std::numeric_limits<size_t>::max() / DataTypeSize(args.dtype) /
-                       static_cast<size_t>(args.nranks);
+  const size_t limit = std::numeric_limits<size_t>::max() / DataTypeSize(args.dtype) / static_cast<size_t>(args.nranks);
   if (args.count > limit) {
-    return InvalidArgument("count ", args.count, " of ", DataTypeName(args.dtype), " times ",
-                           args.nranks, " ranks overflows the address space");
+    return InvalidArgument("count ", args.count, " of ", DataTypeName(args.dtype), " times ", args.nranks,
+                           " ranks overflows the address space");
   }
   return Status::Ok();
 }
@@ -98,9 +98,12 @@ Status ValidateArgs(const CollectiveArgs& args) {
 
 const char* AlgorithmName(Algorithm algo) {
   switch (algo) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kTree: return "tree";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
   }
   return "unknown";
 }
@@ -119,8 +122,8 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     const std::string algo_token = colon == std::string::npos ? entry : entry.substr(colon + 1);
     Algorithm algo;
     if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
-      return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '",
-                             spec, "' (expected ring, tree or auto)");
+      return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec,
+                             "' (expected ring, tree or auto)");
     }
     if (colon == std::string::npos) {
       // A bare name applies to every collective that has such a builder.
@@ -134,8 +137,8 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     const std::string coll_token = entry.substr(0, colon);
     Collective coll;
     if (!ParseCollectiveName(Normalize(coll_token), &coll)) {
-      return InvalidArgument("CHORUS_ALGO: unknown collective '", Trim(coll_token), "' in '",
-                             spec, "' (expected allreduce, broadcast, reduce, allgather, "
+      return InvalidArgument("CHORUS_ALGO: unknown collective '", Trim(coll_token), "' in '", spec,
+                             "' (expected allreduce, broadcast, reduce, allgather, "
                              "reducescatter, alltoall, gather or scatter)");
     }
     parsed.forced[static_cast<size_t>(coll)] = algo;
@@ -149,8 +152,7 @@ bool Supports(Algorithm algo, Collective coll) {
     case Algorithm::kRing:
       return static_cast<size_t>(coll) < kCollectiveCount;
     case Algorithm::kTree:
-      return coll == Collective::kAllReduce || coll == Collective::kBroadcast ||
-             coll == Collective::kReduce;
+      return coll == Collective::kAllReduce || coll == Collective::kBroadcast || coll == Collective::kReduce;
     case Algorithm::kAuto:
       return false;
   }
@@ -177,8 +179,7 @@ Status BuildSchedule(const CollectiveArgs& args, Algorithm algo, Schedule* out) 
     return InvalidArgument("BuildSchedule needs a concrete algorithm: call ChooseAlgorithm");
   }
   if (!Supports(algo, args.coll)) {
-    return InvalidArgument("algorithm ", AlgorithmName(algo), " has no builder for ",
-                           CollectiveName(args.coll));
+    return InvalidArgument("algorithm ", AlgorithmName(algo), " has no builder for ", CollectiveName(args.coll));
   }
   CHORUS_RETURN_IF_ERROR(ValidateArgs(args));
 
@@ -191,26 +192,38 @@ Status BuildSchedule(const CollectiveArgs& args, Algorithm algo, Schedule* out) 
   }
   if (algo == Algorithm::kTree) {
     switch (args.coll) {
-      case Collective::kAllReduce: return BuildTreeAllReduce(args, out);
-      case Collective::kBroadcast: return BuildTreeBroadcast(args, out);
-      case Collective::kReduce: return BuildTreeReduce(args, out);
-      default: break;
+      case Collective::kAllReduce:
+        return BuildTreeAllReduce(args, out);
+      case Collective::kBroadcast:
+        return BuildTreeBroadcast(args, out);
+      case Collective::kReduce:
+        return BuildTreeReduce(args, out);
+      default:
+        break;
     }
   } else {
     switch (args.coll) {
-      case Collective::kAllReduce: return BuildRingAllReduce(args, out);
-      case Collective::kBroadcast: return BuildRingBroadcast(args, out);
-      case Collective::kReduce: return BuildRingReduce(args, out);
-      case Collective::kAllGather: return BuildRingAllGather(args, out);
-      case Collective::kReduceScatter: return BuildRingReduceScatter(args, out);
-      case Collective::kAllToAll: return BuildRingAllToAll(args, out);
-      case Collective::kGather: return BuildRingGather(args, out);
-      case Collective::kScatter: return BuildRingScatter(args, out);
-      default: break;
+      case Collective::kAllReduce:
+        return BuildRingAllReduce(args, out);
+      case Collective::kBroadcast:
+        return BuildRingBroadcast(args, out);
+      case Collective::kReduce:
+        return BuildRingReduce(args, out);
+      case Collective::kAllGather:
+        return BuildRingAllGather(args, out);
+      case Collective::kReduceScatter:
+        return BuildRingReduceScatter(args, out);
+      case Collective::kAllToAll:
+        return BuildRingAllToAll(args, out);
+      case Collective::kGather:
+        return BuildRingGather(args, out);
+      case Collective::kScatter:
+        return BuildRingScatter(args, out);
+      default:
+        break;
     }
   }
-  return InternalError("no builder for ", CollectiveName(args.coll), " with ",
-                       AlgorithmName(algo));
+  return InternalError("no builder for ", CollectiveName(args.coll), " with ", AlgorithmName(algo));
 }
 
 }  // namespace chorus

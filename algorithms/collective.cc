@@ -4,15 +4,24 @@ namespace chorus {
 
 const char* CollectiveName(Collective coll) {
   switch (coll) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kReduceScatter: return "reducescatter";
-    case Collective::kAllToAll: return "alltoall";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kCount: break;
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kCount:
+      break;
   }
   return "unknown";
 }
@@ -44,12 +53,8 @@ size_t RecvBlocks(const CollectiveArgs& args) {
 
 }  // namespace
 
-size_t SendBufferBytes(const CollectiveArgs& args) {
-  return SendBlocks(args) * args.count * DataTypeSize(args.dtype);
-}
+size_t SendBufferBytes(const CollectiveArgs& args) { return SendBlocks(args) * args.count * DataTypeSize(args.dtype); }
 
-size_t RecvBufferBytes(const CollectiveArgs& args) {
-  return RecvBlocks(args) * args.count * DataTypeSize(args.dtype);
-}
+size_t RecvBufferBytes(const CollectiveArgs& args) { return RecvBlocks(args) * args.count * DataTypeSize(args.dtype); }
 
 }  // namespace chorus

@@ -8,20 +8,28 @@ namespace {
 
 const char* StepKindName(StepKind kind) {
   switch (kind) {
-    case StepKind::kSend: return "send";
-    case StepKind::kRecv: return "recv";
-    case StepKind::kRecvReduce: return "recvreduce";
-    case StepKind::kCopy: return "copy";
-    case StepKind::kReduce: return "reduce";
+    case StepKind::kSend:
+      return "send";
+    case StepKind::kRecv:
+      return "recv";
+    case StepKind::kRecvReduce:
+      return "recvreduce";
+    case StepKind::kCopy:
+      return "copy";
+    case StepKind::kReduce:
+      return "reduce";
   }
   return "unknown";
 }
 
 const char* BufferName(BufferId buffer) {
   switch (buffer) {
-    case BufferId::kSend: return "send";
-    case BufferId::kRecv: return "recv";
-    case BufferId::kScratch: return "scratch";
+    case BufferId::kSend:
+      return "send";
+    case BufferId::kRecv:
+      return "recv";
+    case BufferId::kScratch:
+      return "scratch";
   }
   return "unknown";
 }
@@ -36,14 +44,13 @@ std::string DescribeSchedule(const Schedule& schedule) {
   std::ostringstream out;
   out << "schedule algorithm=" << (schedule.algorithm.empty() ? "?" : schedule.algorithm)
       << " dtype=" << DataTypeName(schedule.dtype) << " op=" << ReduceOpName(schedule.op)
-      << " element_size=" << schedule.element_size
-      << " scratch_bytes=" << schedule.scratch_bytes << " steps=" << schedule.steps.size()
-      << '\n';
+      << " element_size=" << schedule.element_size << " scratch_bytes=" << schedule.scratch_bytes
+      << " steps=" << schedule.steps.size() << '\n';
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const Step& step = schedule.steps[i];
     out << "  #" << i << ' ' << StepKindName(step.kind);
-    const bool has_peer = step.kind == StepKind::kSend || step.kind == StepKind::kRecv ||
-                          step.kind == StepKind::kRecvReduce;
+    const bool has_peer =
+        step.kind == StepKind::kSend || step.kind == StepKind::kRecv || step.kind == StepKind::kRecvReduce;
     if (has_peer) out << " peer=" << step.peer;
     if (step.kind != StepKind::kRecv) DescribeRange(out, "src", step.src);
     if (step.kind == StepKind::kReduce) DescribeRange(out, "src2", step.src2);

@@ -6,17 +6,12 @@ namespace chorus {
 
 namespace {
 
-bool IsGatherLayout(Collective coll) {
-  return coll == Collective::kAllGather || coll == Collective::kGather;
-}
-bool IsScatterLayout(Collective coll) {
-  return coll == Collective::kReduceScatter || coll == Collective::kScatter;
-}
+bool IsGatherLayout(Collective coll) { return coll == Collective::kAllGather || coll == Collective::kGather; }
+bool IsScatterLayout(Collective coll) { return coll == Collective::kReduceScatter || coll == Collective::kScatter; }
 
 }  // namespace
 
-ScheduleBuilder::ScheduleBuilder(const CollectiveArgs& args, const char* algorithm,
-                                 Schedule* schedule)
+ScheduleBuilder::ScheduleBuilder(const CollectiveArgs& args, const char* algorithm, Schedule* schedule)
     : schedule_(schedule), element_size_(DataTypeSize(args.dtype)) {
   schedule_->steps.clear();
   schedule_->scratch_bytes = 0;
@@ -39,9 +34,17 @@ ScheduleBuilder::Resolved ScheduleBuilder::Resolve(BufferRange range, size_t byt
   Resolved out;
   uint64_t base = 0;
   switch (range.buffer) {
-    case BufferId::kSend: out.space = send_space_; base = send_base_; break;
-    case BufferId::kRecv: out.space = recv_space_; base = recv_base_; break;
-    case BufferId::kScratch: out.space = kScratchSpace; break;
+    case BufferId::kSend:
+      out.space = send_space_;
+      base = send_base_;
+      break;
+    case BufferId::kRecv:
+      out.space = recv_space_;
+      base = recv_base_;
+      break;
+    case BufferId::kScratch:
+      out.space = kScratchSpace;
+      break;
   }
   out.begin = base + range.offset;
   out.end = out.begin + bytes;
@@ -91,8 +94,7 @@ int64_t ScheduleBuilder::Copy(BufferRange src, BufferRange dst, size_t bytes) {
   return Append(std::move(step), {src}, true);
 }
 
-int64_t ScheduleBuilder::Reduce(BufferRange src, BufferRange src2, BufferRange dst,
-                                size_t bytes) {
+int64_t ScheduleBuilder::Reduce(BufferRange src, BufferRange src2, BufferRange dst, size_t bytes) {
   Step step;
   step.kind = StepKind::kReduce;
   step.src = src;
@@ -102,8 +104,7 @@ int64_t ScheduleBuilder::Reduce(BufferRange src, BufferRange src2, BufferRange d
   return Append(std::move(step), {src, src2}, true);
 }
 
-int64_t ScheduleBuilder::Append(Step step, const std::vector<BufferRange>& reads,
-                                bool writes) {
+int64_t ScheduleBuilder::Append(Step step, const std::vector<BufferRange>& reads, bool writes) {
   if (step.bytes == 0) return kNoStep;
   const auto self = static_cast<uint32_t>(schedule_->steps.size());
   std::vector<Resolved> accesses;
@@ -124,8 +125,7 @@ int64_t ScheduleBuilder::Append(Step step, const std::vector<BufferRange>& reads
   for (size_t i = 0; i < accesses.size(); ++i) {
     RecordAccess(accesses[i], self);
     if (accesses[i].space == kScratchSpace) {
-      schedule_->scratch_bytes =
-          std::max<size_t>(schedule_->scratch_bytes, static_cast<size_t>(accesses[i].end));
+      schedule_->scratch_bytes = std::max<size_t>(schedule_->scratch_bytes, static_cast<size_t>(accesses[i].end));
     }
   }
   schedule_->steps.push_back(std::move(step));
@@ -142,13 +142,11 @@ void ScheduleBuilder::SplitAt(IntervalMap& map, uint64_t at) {
   map.emplace(at, std::move(tail));
 }
 
-void ScheduleBuilder::CollectHazards(const Resolved& access, uint32_t self,
-                                     std::vector<uint32_t>* deps) {
+void ScheduleBuilder::CollectHazards(const Resolved& access, uint32_t self, std::vector<uint32_t>* deps) {
   IntervalMap& map = spaces_[access.space];
   SplitAt(map, access.begin);
   SplitAt(map, access.end);
-  for (auto it = map.lower_bound(access.begin); it != map.end() && it->first < access.end;
-       ++it) {
+  for (auto it = map.lower_bound(access.begin); it != map.end() && it->first < access.end; ++it) {
     const Interval& interval = it->second;
     if (interval.writer != kNoStep && interval.writer != self) {
       deps->push_back(static_cast<uint32_t>(interval.writer));
@@ -196,13 +194,11 @@ void ScheduleBuilder::RecordAccess(const Resolved& access, uint32_t self) {
 // chunk k of the step waits only for chunks 0..k of the dependency. That is
 // enough exactly when every conflicting byte sits at the same or an earlier
 // position within the dependency than within the step.
-void ScheduleBuilder::CheckPrefixDependency(const Step& step, const std::vector<Resolved>& accesses,
-                                            uint32_t dep) {
+void ScheduleBuilder::CheckPrefixDependency(const Step& step, const std::vector<Resolved>& accesses, uint32_t dep) {
   if (schedule_->steps[dep].bytes != step.bytes) return;  // waits for all of it
   for (const Resolved& mine : accesses) {
     for (const Resolved& theirs : touched_[dep]) {
-      const bool overlap = mine.space == theirs.space && mine.begin < theirs.end &&
-                           theirs.begin < mine.end;
+      const bool overlap = mine.space == theirs.space && mine.begin < theirs.end && theirs.begin < mine.end;
       if (overlap && (mine.write || theirs.write) && mine.begin > theirs.begin && status_.ok()) {
         status_ = InternalError("step ", schedule_->steps.size(), " needs all of step ", dep,
                                 " but an equal-length dependency only orders a prefix");

@@ -68,8 +68,7 @@ class ScheduleBuilder {
   void SplitAt(IntervalMap& map, uint64_t at);
   void CollectHazards(const Resolved& access, uint32_t self, std::vector<uint32_t>* deps);
   void RecordAccess(const Resolved& access, uint32_t self);
-  void CheckPrefixDependency(const Step& step, const std::vector<Resolved>& accesses,
-                             uint32_t dep);
+  void CheckPrefixDependency(const Step& step, const std::vector<Resolved>& accesses, uint32_t dep);
 
   Schedule* schedule_;
   size_t element_size_;

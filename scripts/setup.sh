@@ -1,6 +1,7 @@
 # Shared set-up of run.sh and test.sh; source it from the repository root.
 # Installs the Debian packages the build needs (only those missing), then
-# configures and builds the release tree in $CHORUS_BUILD_DIR (default build).
+# configures and builds the release tree in $CHORUS_BUILD_DIR (default build;
+# CHORUS_NINJA_JOBS limits the parallel jobs).
 
 CHORUS_PACKAGES=(meson ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libhwloc-dev)
 CHORUS_BUILD_DIR=${CHORUS_BUILD_DIR:-build}
@@ -32,5 +33,5 @@ chorus_configure_and_build() {
   else
     meson setup "$CHORUS_BUILD_DIR" --buildtype=release
   fi
-  ninja -C "$CHORUS_BUILD_DIR"
+  ninja -C "$CHORUS_BUILD_DIR" ${CHORUS_NINJA_JOBS:+-j "$CHORUS_NINJA_JOBS"}
 }

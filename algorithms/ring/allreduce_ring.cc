@@ -22,11 +22,9 @@ Status BuildRingAllReduce(const CollectiveArgs& args, Schedule* out) {
   // partial sum received at s-1 afterwards) and fold in segment r-s-1.
   for (int s = 0; s < p - 1; ++s) {
     const Segment outgoing = segment(r - s);
-    builder.Send(next, at(s == 0 ? BufferId::kSend : BufferId::kRecv, outgoing),
-                 outgoing.count * es);
+    builder.Send(next, at(s == 0 ? BufferId::kSend : BufferId::kRecv, outgoing), outgoing.count * es);
     const Segment incoming = segment(r - s - 1);
-    builder.RecvReduce(prev, at(BufferId::kSend, incoming), at(BufferId::kRecv, incoming),
-                       incoming.count * es);
+    builder.RecvReduce(prev, at(BufferId::kSend, incoming), at(BufferId::kRecv, incoming), incoming.count * es);
   }
   // Allgather: we now own the full segment r+1; pass segments around.
   for (int t = 0; t < p - 1; ++t) {

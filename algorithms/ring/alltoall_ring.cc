@@ -16,8 +16,7 @@ Status BuildRingAllToAll(const CollectiveArgs& args, Schedule* out) {
   const size_t block = args.count * builder.element_size();
   auto offset = [&](int index) { return static_cast<size_t>(index) * block; };
 
-  builder.Copy(BufferRange{BufferId::kSend, offset(r)}, BufferRange{BufferId::kRecv, offset(r)},
-               block);
+  builder.Copy(BufferRange{BufferId::kSend, offset(r)}, BufferRange{BufferId::kRecv, offset(r)}, block);
   for (int s = 1; s < p; ++s) {
     const int to = (r + s) % p;
     const int from = (r - s + p) % p;
@@ -28,8 +27,7 @@ Status BuildRingAllToAll(const CollectiveArgs& args, Schedule* out) {
   if (args.in_place) {
     for (int s = 1; s < p; ++s) {
       const int from = (r - s + p) % p;
-      builder.Copy(BufferRange{BufferId::kScratch, offset(from)},
-                   BufferRange{BufferId::kRecv, offset(from)}, block);
+      builder.Copy(BufferRange{BufferId::kScratch, offset(from)}, BufferRange{BufferId::kRecv, offset(from)}, block);
     }
   }
   return builder.Finish();

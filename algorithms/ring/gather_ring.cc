@@ -15,8 +15,8 @@ Status BuildRingGather(const CollectiveArgs& args, Schedule* out) {
     builder.Send(args.root, BufferRange{BufferId::kSend, 0}, block);
     return builder.Finish();
   }
-  builder.Copy(BufferRange{BufferId::kSend, 0},
-               BufferRange{BufferId::kRecv, static_cast<size_t>(args.root) * block}, block);
+  builder.Copy(BufferRange{BufferId::kSend, 0}, BufferRange{BufferId::kRecv, static_cast<size_t>(args.root) * block},
+               block);
   for (int s = 1; s < p; ++s) {
     const int from = (args.root + s) % p;
     builder.Recv(from, BufferRange{BufferId::kRecv, static_cast<size_t>(from) * block}, block);

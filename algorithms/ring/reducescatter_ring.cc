@@ -23,8 +23,7 @@ Status BuildRingReduceScatter(const CollectiveArgs& args, Schedule* out) {
   for (int s = 0; s < p - 1; ++s) {
     builder.Send(next, s == 0 ? input(r - 1) : slot(s - 1), block);
     const bool last = s == p - 2;
-    builder.RecvReduce(prev, input(r - s - 2), last ? BufferRange{BufferId::kRecv, 0} : slot(s),
-                       block);
+    builder.RecvReduce(prev, input(r - s - 2), last ? BufferRange{BufferId::kRecv, 0} : slot(s), block);
   }
   return builder.Finish();
 }

@@ -18,8 +18,8 @@ Status BuildRingScatter(const CollectiveArgs& args, Schedule* out) {
     const int to = (args.root + s) % p;
     builder.Send(to, BufferRange{BufferId::kSend, static_cast<size_t>(to) * block}, block);
   }
-  builder.Copy(BufferRange{BufferId::kSend, static_cast<size_t>(args.root) * block},
-               BufferRange{BufferId::kRecv, 0}, block);
+  builder.Copy(BufferRange{BufferId::kSend, static_cast<size_t>(args.root) * block}, BufferRange{BufferId::kRecv, 0},
+               block);
   return builder.Finish();
 }
 

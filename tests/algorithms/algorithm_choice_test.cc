@@ -6,9 +6,7 @@
 namespace chorus {
 namespace {
 
-Algorithm Forced(const AlgorithmTable& table, Collective coll) {
-  return table.forced[static_cast<size_t>(coll)];
-}
+Algorithm Forced(const AlgorithmTable& table, Collective coll) { return table.forced[static_cast<size_t>(coll)]; }
 
 TEST(ParseAlgorithmSpec, EmptyMeansAuto) {
   AlgorithmTable table;
@@ -79,8 +77,7 @@ TEST(Supports, RingEverywhereTreeForRootedReductions) {
     const auto coll = static_cast<Collective>(i);
     EXPECT_TRUE(Supports(Algorithm::kRing, coll)) << CollectiveName(coll);
     EXPECT_FALSE(Supports(Algorithm::kAuto, coll));
-    const bool tree = coll == Collective::kAllReduce || coll == Collective::kBroadcast ||
-                      coll == Collective::kReduce;
+    const bool tree = coll == Collective::kAllReduce || coll == Collective::kBroadcast || coll == Collective::kReduce;
     EXPECT_EQ(Supports(Algorithm::kTree, coll), tree) << CollectiveName(coll);
   }
 }
@@ -97,21 +94,15 @@ CollectiveArgs Args(Collective coll, int nranks, size_t count) {
 TEST(ChooseAlgorithm, DefaultsBySize) {
   const AlgorithmTable automatic;
   // <= 64 KiB: tree for the collectives that have one.
-  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 2, 16 * 1024), automatic),
-            Algorithm::kTree);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 2, 16 * 1024), automatic), Algorithm::kTree);
   EXPECT_EQ(ChooseAlgorithm(Args(Collective::kBroadcast, 4, 1), automatic), Algorithm::kTree);
   EXPECT_EQ(ChooseAlgorithm(Args(Collective::kReduce, 4, 0), automatic), Algorithm::kTree);
   // Just above 64 KiB: ring for few ranks, tree from 8 ranks up to 256 KiB.
-  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 4, 16 * 1024 + 1), automatic),
-            Algorithm::kRing);
-  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 16 * 1024 + 1), automatic),
-            Algorithm::kTree);
-  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 64 * 1024), automatic),
-            Algorithm::kTree);
-  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 64 * 1024 + 1), automatic),
-            Algorithm::kRing);
-  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kBroadcast, 2, 1 << 20), automatic),
-            Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 4, 16 * 1024 + 1), automatic), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 16 * 1024 + 1), automatic), Algorithm::kTree);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 64 * 1024), automatic), Algorithm::kTree);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 64 * 1024 + 1), automatic), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kBroadcast, 2, 1 << 20), automatic), Algorithm::kRing);
   // Collectives without a tree always get the ring.
   EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllGather, 8, 1), automatic), Algorithm::kRing);
   EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllToAll, 8, 1), automatic), Algorithm::kRing);

@@ -11,12 +11,8 @@ namespace chorus::testing {
 
 namespace {
 
-bool IsGatherLayout(Collective coll) {
-  return coll == Collective::kAllGather || coll == Collective::kGather;
-}
-bool IsScatterLayout(Collective coll) {
-  return coll == Collective::kReduceScatter || coll == Collective::kScatter;
-}
+bool IsGatherLayout(Collective coll) { return coll == Collective::kAllGather || coll == Collective::kGather; }
+bool IsScatterLayout(Collective coll) { return coll == Collective::kReduceScatter || coll == Collective::kScatter; }
 
 // Small integers (exact in every dtype and under every op we test), varied
 // by rank and index, some negative.
@@ -27,8 +23,16 @@ void FillInput(DataType dtype, int rank, size_t count, uint8_t* out) {
     if ((rank + 2 * i) % 3 == 0) v = -v;
     uint8_t* dst = out + i * es;
     switch (dtype) {
-      case chorusFloat32: { const float f = static_cast<float>(v); std::memcpy(dst, &f, es); break; }
-      case chorusFloat64: { const double d = static_cast<double>(v); std::memcpy(dst, &d, es); break; }
+      case chorusFloat32: {
+        const float f = static_cast<float>(v);
+        std::memcpy(dst, &f, es);
+        break;
+      }
+      case chorusFloat64: {
+        const double d = static_cast<double>(v);
+        std::memcpy(dst, &d, es);
+        break;
+      }
       default: {
         const uint64_t bits = static_cast<uint64_t>(v);  // two's complement, little endian
         std::memcpy(dst, &bits, es);
@@ -48,10 +52,9 @@ struct RankBuffers {
 
 std::string DescribeCase(const CollectiveCase& c) {
   std::ostringstream out;
-  out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks
-      << " count=" << c.count << " root=" << c.root << (c.in_place ? " in-place" : " out-of-place")
-      << " " << DataTypeName(c.dtype) << " " << ReduceOpName(c.op)
-      << " chunk=" << c.run.chunk_bytes << (c.run.rendezvous ? " rendezvous" : " eager")
+  out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
+      << " root=" << c.root << (c.in_place ? " in-place" : " out-of-place") << " " << DataTypeName(c.dtype) << " "
+      << ReduceOpName(c.op) << " chunk=" << c.run.chunk_bytes << (c.run.rendezvous ? " rendezvous" : " eager")
       << " seed=" << c.run.seed;
   return out.str();
 }
@@ -96,8 +99,14 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
       b.recv.assign(recv_bytes, 0xAB);
       const bool unbound_send = rooted_send && r != c.root;
       const bool unbound_recv = rooted_recv && r != c.root;
-      if (!unbound_send) { m.send = b.send.data(); m.send_bytes = send_bytes; }
-      if (!unbound_recv) { m.recv = b.recv.data(); m.recv_bytes = recv_bytes; }
+      if (!unbound_send) {
+        m.send = b.send.data();
+        m.send_bytes = send_bytes;
+      }
+      if (!unbound_recv) {
+        m.recv = b.recv.data();
+        m.recv_bytes = recv_bytes;
+      }
     }
     inputs[r].resize(send_bytes);
     FillInput(c.dtype, r, send_bytes / es, inputs[r].data());
@@ -117,23 +126,31 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
   auto reduced = [&](size_t offset, size_t bytes) {
     std::vector<uint8_t> acc(inputs[0].begin() + offset, inputs[0].begin() + offset + bytes);
     for (int j = 1; j < p; ++j) {
-      ReferenceReduce(acc.data(), acc.data(), inputs[j].data() + offset, bytes / es, c.dtype,
-                      c.op);
+      ReferenceReduce(acc.data(), acc.data(), inputs[j].data() + offset, bytes / es, c.dtype, c.op);
     }
     return acc;
   };
   auto slice = [&](int rank, size_t offset) {
-    return std::vector<uint8_t>(inputs[rank].begin() + offset,
-                                inputs[rank].begin() + offset + block);
+    return std::vector<uint8_t>(inputs[rank].begin() + offset, inputs[rank].begin() + offset + block);
   };
   for (int r = 0; r < p; ++r) {
     std::vector<uint8_t> expected;
     switch (c.coll) {
-      case Collective::kAllReduce: expected = reduced(0, block); break;
-      case Collective::kBroadcast: expected = slice(c.root, 0); break;
-      case Collective::kReduce: if (r == c.root) expected = reduced(0, block); break;
-      case Collective::kReduceScatter: expected = reduced(r * block, block); break;
-      case Collective::kScatter: expected = slice(c.root, r * block); break;
+      case Collective::kAllReduce:
+        expected = reduced(0, block);
+        break;
+      case Collective::kBroadcast:
+        expected = slice(c.root, 0);
+        break;
+      case Collective::kReduce:
+        if (r == c.root) expected = reduced(0, block);
+        break;
+      case Collective::kReduceScatter:
+        expected = reduced(r * block, block);
+        break;
+      case Collective::kScatter:
+        expected = slice(c.root, r * block);
+        break;
       case Collective::kAllGather:
       case Collective::kGather:
         if (c.coll == Collective::kGather && r != c.root) break;
@@ -148,26 +165,26 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
           expected.insert(expected.end(), part.begin(), part.end());
         }
         break;
-      default: break;
+      default:
+        break;
     }
     const RankMemory& m = memory[r];
     if (!expected.empty() && std::memcmp(m.recv, expected.data(), expected.size()) != 0) {
       size_t at = 0;
       while (m.recv[at] == expected[at]) ++at;
       std::ostringstream out;
-      out << context << "rank " << r << " result differs at byte " << at << " (element "
-          << at / es << "): got " << int{m.recv[at]} << ", expected " << int{expected[at]}
-          << "\n" << DescribeSchedule(schedules[r]);
+      out << context << "rank " << r << " result differs at byte " << at << " (element " << at / es << "): got "
+          << int{m.recv[at]} << ", expected " << int{expected[at]} << "\n"
+          << DescribeSchedule(schedules[r]);
       return out.str();
     }
     // The parts of the user memory the call must leave alone.
     const std::vector<uint8_t>& now = c.in_place ? buffers[r].user : buffers[r].send;
     for (size_t i = 0; i < now.size(); ++i) {
-      const bool in_result = c.in_place && now.data() + i >= m.recv &&
-                             now.data() + i < m.recv + m.recv_bytes;
+      const bool in_result = c.in_place && now.data() + i >= m.recv && now.data() + i < m.recv + m.recv_bytes;
       if (!in_result && now[i] != untouched[r][i]) {
-        return context + "rank " + std::to_string(r) + " modified its send buffer at byte " +
-               std::to_string(i) + "\n" + DescribeSchedule(schedules[r]);
+        return context + "rank " + std::to_string(r) + " modified its send buffer at byte " + std::to_string(i) + "\n" +
+               DescribeSchedule(schedules[r]);
       }
     }
   }

@@ -23,7 +23,8 @@ template <typename T>
 T Combine(T x, T y, ReduceOp op) {
   using Arith = typename ArithmeticType<T>::type;
   switch (op) {
-    case ReduceOp::kSum: return static_cast<T>(static_cast<Arith>(x) + static_cast<Arith>(y));
+    case ReduceOp::kSum:
+      return static_cast<T>(static_cast<Arith>(x) + static_cast<Arith>(y));
     case ReduceOp::kProd:
       if constexpr (std::is_integral_v<T> && sizeof(T) < sizeof(unsigned)) {
         return static_cast<T>(static_cast<unsigned>(static_cast<Arith>(x)) *
@@ -31,8 +32,10 @@ T Combine(T x, T y, ReduceOp op) {
       } else {
         return static_cast<T>(static_cast<Arith>(x) * static_cast<Arith>(y));
       }
-    case ReduceOp::kMax: return x > y ? x : y;
-    case ReduceOp::kMin: return x < y ? x : y;
+    case ReduceOp::kMax:
+      return x > y ? x : y;
+    case ReduceOp::kMin:
+      return x < y ? x : y;
   }
   return x;
 }
@@ -51,18 +54,34 @@ void ReduceTyped(void* dst, const void* a, const void* b, size_t count, ReduceOp
 
 }  // namespace
 
-bool ReferenceReduce(void* dst, const void* a, const void* b, size_t count, DataType dtype,
-                     ReduceOp op) {
+bool ReferenceReduce(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op) {
   switch (dtype) {
-    case chorusInt8: ReduceTyped<int8_t>(dst, a, b, count, op); return true;
-    case chorusUint8: ReduceTyped<uint8_t>(dst, a, b, count, op); return true;
-    case chorusInt32: ReduceTyped<int32_t>(dst, a, b, count, op); return true;
-    case chorusUint32: ReduceTyped<uint32_t>(dst, a, b, count, op); return true;
-    case chorusInt64: ReduceTyped<int64_t>(dst, a, b, count, op); return true;
-    case chorusUint64: ReduceTyped<uint64_t>(dst, a, b, count, op); return true;
-    case chorusFloat32: ReduceTyped<float>(dst, a, b, count, op); return true;
-    case chorusFloat64: ReduceTyped<double>(dst, a, b, count, op); return true;
-    default: return false;
+    case chorusInt8:
+      ReduceTyped<int8_t>(dst, a, b, count, op);
+      return true;
+    case chorusUint8:
+      ReduceTyped<uint8_t>(dst, a, b, count, op);
+      return true;
+    case chorusInt32:
+      ReduceTyped<int32_t>(dst, a, b, count, op);
+      return true;
+    case chorusUint32:
+      ReduceTyped<uint32_t>(dst, a, b, count, op);
+      return true;
+    case chorusInt64:
+      ReduceTyped<int64_t>(dst, a, b, count, op);
+      return true;
+    case chorusUint64:
+      ReduceTyped<uint64_t>(dst, a, b, count, op);
+      return true;
+    case chorusFloat32:
+      ReduceTyped<float>(dst, a, b, count, op);
+      return true;
+    case chorusFloat64:
+      ReduceTyped<double>(dst, a, b, count, op);
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -11,7 +11,6 @@ namespace chorus::testing {
 
 // dst[i] = a[i] (op) b[i]; dst may alias a or b exactly. Returns false for an
 // unsupported dtype.
-bool ReferenceReduce(void* dst, const void* a, const void* b, size_t count, DataType dtype,
-                     ReduceOp op);
+bool ReferenceReduce(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op);
 
 }  // namespace chorus::testing

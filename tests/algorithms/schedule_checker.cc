@@ -36,34 +36,38 @@ std::string Fail(int rank, const Schedule& schedule, const std::string& what) {
 }
 
 // Resolves one range; returns an error text or "".
-std::string Resolve(const RankMemory& memory, const Schedule& schedule, BufferRange range,
-                    size_t bytes, bool write, Access* out) {
+std::string Resolve(const RankMemory& memory, const Schedule& schedule, BufferRange range, size_t bytes, bool write,
+                    Access* out) {
   const uint8_t* base = nullptr;
   size_t size = 0;
   switch (range.buffer) {
-    case BufferId::kSend: base = memory.send; size = memory.send_bytes; break;
-    case BufferId::kRecv: base = memory.recv; size = memory.recv_bytes; break;
-    case BufferId::kScratch: size = schedule.scratch_bytes; break;
+    case BufferId::kSend:
+      base = memory.send;
+      size = memory.send_bytes;
+      break;
+    case BufferId::kRecv:
+      base = memory.recv;
+      size = memory.recv_bytes;
+      break;
+    case BufferId::kScratch:
+      size = schedule.scratch_bytes;
+      break;
   }
   if (range.buffer != BufferId::kScratch && base == nullptr) {
-    return range.buffer == BufferId::kSend ? "touches the unbound send buffer"
-                                           : "touches the unbound recv buffer";
+    return range.buffer == BufferId::kSend ? "touches the unbound send buffer" : "touches the unbound recv buffer";
   }
   if (range.offset > size || bytes > size - range.offset) {
     std::ostringstream text;
-    text << "range [" << range.offset << ", +" << bytes << ") exceeds its buffer of " << size
-         << " bytes";
+    text << "range [" << range.offset << ", +" << bytes << ") exceeds its buffer of " << size << " bytes";
     return text.str();
   }
   out->space = range.buffer == BufferId::kScratch ? kScratchSpace : kUserSpace;
-  out->begin = (range.buffer == BufferId::kScratch ? 0 : reinterpret_cast<uintptr_t>(base)) +
-               range.offset;
+  out->begin = (range.buffer == BufferId::kScratch ? 0 : reinterpret_cast<uintptr_t>(base)) + range.offset;
   out->end = out->begin + bytes;
   out->write = write;
   if (write && out->space == kUserSpace) {
     const auto recv_begin = reinterpret_cast<uintptr_t>(memory.recv);
-    if (memory.recv == nullptr || out->begin < recv_begin ||
-        out->end > recv_begin + memory.recv_bytes) {
+    if (memory.recv == nullptr || out->begin < recv_begin || out->end > recv_begin + memory.recv_bytes) {
       return "writes outside the receive buffer (the send buffer is const)";
     }
   }
@@ -86,12 +90,9 @@ std::string StepAccesses(const RankMemory& memory, const Schedule& schedule, con
   return error;
 }
 
-bool Overlap(const Access& a, const Access& b) {
-  return a.space == b.space && a.begin < b.end && b.begin < a.end;
-}
+bool Overlap(const Access& a, const Access& b) { return a.space == b.space && a.begin < b.end && b.begin < a.end; }
 
-std::string CheckWellFormed(int rank, int nranks, const Schedule& schedule,
-                            const RankMemory& memory,
+std::string CheckWellFormed(int rank, int nranks, const Schedule& schedule, const RankMemory& memory,
                             std::vector<std::vector<Access>>* accesses) {
   const size_t es = schedule.element_size;
   if (es == 0 || es != DataTypeSize(schedule.dtype)) {
@@ -100,12 +101,9 @@ std::string CheckWellFormed(int rank, int nranks, const Schedule& schedule,
   accesses->assign(schedule.steps.size(), {});
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const Step& step = schedule.steps[i];
-    auto fail = [&](const std::string& what) {
-      return Fail(rank, schedule, "step " + std::to_string(i) + " " + what);
-    };
+    auto fail = [&](const std::string& what) { return Fail(rank, schedule, "step " + std::to_string(i) + " " + what); };
     if (step.bytes == 0) return fail("moves zero bytes");
-    if (step.bytes % es || step.src.offset % es || step.src2.offset % es ||
-        step.dst.offset % es) {
+    if (step.bytes % es || step.src.offset % es || step.src2.offset % es || step.dst.offset % es) {
       return fail("is not aligned to the element size");
     }
     if (IsMessage(step.kind) && (step.peer < 0 || step.peer >= nranks || step.peer == rank)) {
@@ -154,12 +152,9 @@ Reach ComputeReach(const Schedule& schedule) {
   return reach;
 }
 
-bool Has(const std::vector<uint64_t>& bits, size_t index) {
-  return (bits[index / 64] >> (index % 64)) & 1;
-}
+bool Has(const std::vector<uint64_t>& bits, size_t index) { return (bits[index / 64] >> (index % 64)) & 1; }
 
-std::string CheckHazards(int rank, const Schedule& schedule,
-                         const std::vector<std::vector<Access>>& accesses) {
+std::string CheckHazards(int rank, const Schedule& schedule, const std::vector<std::vector<Access>>& accesses) {
   const Reach reach = ComputeReach(schedule);
   for (size_t s = 0; s < schedule.steps.size(); ++s) {
     for (size_t t = 0; t < s; ++t) {
@@ -172,10 +167,9 @@ std::string CheckHazards(int rank, const Schedule& schedule,
           // sit no later within t than within s.
           if (prefix_only && a.begin <= b.begin) continue;
           std::ostringstream what;
-          what << (prefix_only ? "only a prefix dependency orders" : "no dependency orders")
-               << " conflicting steps (" << (b.write ? "write" : "read") << " then "
-               << (a.write ? "write" : "read") << "):\n  " << StepLine(schedule, t) << "\n  "
-               << StepLine(schedule, s);
+          what << (prefix_only ? "only a prefix dependency orders" : "no dependency orders") << " conflicting steps ("
+               << (b.write ? "write" : "read") << " then " << (a.write ? "write" : "read") << "):\n  "
+               << StepLine(schedule, t) << "\n  " << StepLine(schedule, s);
           return Fail(rank, schedule, what.str());
         }
       }
@@ -203,17 +197,15 @@ std::string CheckMessageMatching(const std::vector<Schedule>& schedules) {
       const auto& b = received[from * p + to];
       if (a == b) continue;
       std::ostringstream what;
-      what << "messages " << from << " -> " << to << " do not match: " << a.size()
-           << " sends vs " << b.size() << " receives";
+      what << "messages " << from << " -> " << to << " do not match: " << a.size() << " sends vs " << b.size()
+           << " receives";
       for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
         if (a[k] != b[k]) {
-          what << "; message " << k << " is " << a[k] << " bytes sent but " << b[k]
-               << " bytes received";
+          what << "; message " << k << " is " << a[k] << " bytes sent but " << b[k] << " bytes received";
           break;
         }
       }
-      what << "\nsender:\n" << DescribeSchedule(schedules[from]) << "receiver:\n"
-           << DescribeSchedule(schedules[to]);
+      what << "\nsender:\n" << DescribeSchedule(schedules[from]) << "receiver:\n" << DescribeSchedule(schedules[to]);
       return what.str();
     }
   }
@@ -222,8 +214,7 @@ std::string CheckMessageMatching(const std::vector<Schedule>& schedules) {
 
 }  // namespace
 
-std::string CheckSchedules(const std::vector<Schedule>& schedules,
-                           const std::vector<RankMemory>& memory) {
+std::string CheckSchedules(const std::vector<Schedule>& schedules, const std::vector<RankMemory>& memory) {
   const int p = static_cast<int>(schedules.size());
   std::vector<std::vector<Access>> accesses;
   for (int r = 0; r < p; ++r) {

@@ -21,7 +21,6 @@
 
 namespace chorus::testing {
 
-std::string CheckSchedules(const std::vector<Schedule>& schedules,
-                           const std::vector<RankMemory>& memory);
+std::string CheckSchedules(const std::vector<Schedule>& schedules, const std::vector<RankMemory>& memory);
 
 }  // namespace chorus::testing

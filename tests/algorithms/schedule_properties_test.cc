@@ -11,8 +11,7 @@
 namespace chorus::testing {
 namespace {
 
-CollectiveArgs Args(Collective coll, int nranks, int rank, size_t count,
-                    DataType dtype = chorusFloat32) {
+CollectiveArgs Args(Collective coll, int nranks, int rank, size_t count, DataType dtype = chorusFloat32) {
   CollectiveArgs args;
   args.coll = coll;
   args.nranks = nranks;
@@ -32,10 +31,9 @@ std::vector<Schedule> BuildAll(CollectiveArgs args, Algorithm algo) {
   return schedules;
 }
 
-const Collective kAll[] = {Collective::kAllReduce,     Collective::kBroadcast,
-                           Collective::kReduce,        Collective::kAllGather,
-                           Collective::kReduceScatter, Collective::kAllToAll,
-                           Collective::kGather,        Collective::kScatter};
+const Collective kAll[] = {Collective::kAllReduce, Collective::kBroadcast,     Collective::kReduce,
+                           Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll,
+                           Collective::kGather,    Collective::kScatter};
 
 // Counts beyond 2^31 elements: checked statically with made-up addresses
 // (the checker never dereferences), for every collective and algorithm.
@@ -70,8 +68,8 @@ TEST(ScheduleProperties, HugeCountsStayConsistent) {
           }
         }
         const std::string error = CheckSchedules(schedules, memory);
-        EXPECT_TRUE(error.empty()) << CollectiveName(coll) << "/" << AlgorithmName(algo)
-                                   << ": " << error.substr(0, 2000);
+        EXPECT_TRUE(error.empty()) << CollectiveName(coll) << "/" << AlgorithmName(algo) << ": "
+                                   << error.substr(0, 2000);
       }
     }
   }
@@ -81,8 +79,7 @@ TEST(ScheduleProperties, RingAllReduceSegmentsCoverHugeBuffer) {
   const size_t count = (size_t{1} << 32) + 7;
   const int p = 3;
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 1, count), Algorithm::kRing,
-                            &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 1, count), Algorithm::kRing, &schedule).ok());
   // Each rank sends 2(p-1) segments; the segments it receives in the
   // allgather plus the one it finished itself cover the whole buffer.
   size_t received = 0;
@@ -132,14 +129,10 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
     Collective coll;
     Algorithm algo;
   };
-  const Case cases[] = {{Collective::kAllReduce, Algorithm::kRing},
-                        {Collective::kAllReduce, Algorithm::kTree},
-                        {Collective::kBroadcast, Algorithm::kRing},
-                        {Collective::kBroadcast, Algorithm::kTree},
-                        {Collective::kReduce, Algorithm::kRing},
-                        {Collective::kReduce, Algorithm::kTree},
-                        {Collective::kAllGather, Algorithm::kRing},
-                        {Collective::kReduceScatter, Algorithm::kRing}};
+  const Case cases[] = {{Collective::kAllReduce, Algorithm::kRing}, {Collective::kAllReduce, Algorithm::kTree},
+                        {Collective::kBroadcast, Algorithm::kRing}, {Collective::kBroadcast, Algorithm::kTree},
+                        {Collective::kReduce, Algorithm::kRing},    {Collective::kReduce, Algorithm::kTree},
+                        {Collective::kAllGather, Algorithm::kRing}, {Collective::kReduceScatter, Algorithm::kRing}};
   for (const Case& c : cases) {
     for (int p : {2, 3, 8, 13}) {
       for (bool in_place : {false, true}) {
@@ -150,8 +143,8 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
           for (size_t i = 0; i < schedule.steps.size(); ++i) {
             for (uint32_t dep : schedule.steps[i].deps) {
               EXPECT_EQ(schedule.steps[dep].bytes, schedule.steps[i].bytes)
-                  << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " p=" << p
-                  << " step " << i << " dep " << dep << "\n"
+                  << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " p=" << p << " step " << i << " dep "
+                  << dep << "\n"
                   << DescribeSchedule(schedule);
             }
           }
@@ -164,8 +157,7 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
 TEST(ScheduleProperties, TreeAllReduceHasLogarithmicDepth) {
   // Rank 0 of 16 receives from 4 children and sends to 4: 2*log2(16) messages.
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 16, 0, 100), Algorithm::kTree,
-                            &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 16, 0, 100), Algorithm::kTree, &schedule).ok());
   EXPECT_EQ(schedule.steps.size(), 8u) << DescribeSchedule(schedule);
   EXPECT_EQ(schedule.algorithm, "tree");
 }
@@ -174,8 +166,7 @@ TEST(ScheduleProperties, RingAllReduceMovesTwiceTheBufferOverP) {
   const int p = 4;
   const size_t count = 4000;
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 2, count), Algorithm::kRing,
-                            &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 2, count), Algorithm::kRing, &schedule).ok());
   size_t sent = 0;
   for (const Step& step : schedule.steps) {
     if (step.kind == StepKind::kSend) sent += step.bytes;
@@ -197,7 +188,7 @@ TEST(ScheduleProperties, BuildScheduleRejectsBadArguments) {
   args = Args(Collective::kAllReduce, 0, 0, 10);
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
   args = Args(Collective::kAllReduce, 4, 0, 10);
-  args.dtype = static_cast<DataType>(99);
+  args.dtype = chorusNumTypes;  // one past the last type
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
   args = Args(Collective::kAllGather, 4, 0, SIZE_MAX / 8, chorusFloat64);
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
@@ -205,14 +196,11 @@ TEST(ScheduleProperties, BuildScheduleRejectsBadArguments) {
 
 TEST(ScheduleProperties, DescribeScheduleNamesEveryStep) {
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 3, 0, 6, chorusInt32),
-                            Algorithm::kRing, &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 3, 0, 6, chorusInt32), Algorithm::kRing, &schedule).ok());
   const std::string text = DescribeSchedule(schedule);
-  EXPECT_NE(text.find("algorithm=ring dtype=int32 op=sum element_size=4"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("algorithm=ring dtype=int32 op=sum element_size=4"), std::string::npos) << text;
   EXPECT_NE(text.find("#0 send peer=1 src=send+0 bytes=8"), std::string::npos) << text;
-  EXPECT_NE(text.find("recvreduce peer=2 src=send+16 dst=recv+16 bytes=8"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("recvreduce peer=2 src=send+16 dst=recv+16 bytes=8"), std::string::npos) << text;
   EXPECT_NE(text.find("deps=["), std::string::npos) << text;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <ostream>
 #include <tuple>
 #include <vector>
 
@@ -19,21 +20,20 @@ struct Pair {
 };
 
 const Pair kPairs[] = {
-    {Collective::kAllReduce, Algorithm::kRing},     {Collective::kAllReduce, Algorithm::kTree},
-    {Collective::kBroadcast, Algorithm::kRing},     {Collective::kBroadcast, Algorithm::kTree},
-    {Collective::kReduce, Algorithm::kRing},        {Collective::kReduce, Algorithm::kTree},
-    {Collective::kAllGather, Algorithm::kRing},     {Collective::kReduceScatter, Algorithm::kRing},
-    {Collective::kAllToAll, Algorithm::kRing},      {Collective::kGather, Algorithm::kRing},
+    {Collective::kAllReduce, Algorithm::kRing}, {Collective::kAllReduce, Algorithm::kTree},
+    {Collective::kBroadcast, Algorithm::kRing}, {Collective::kBroadcast, Algorithm::kTree},
+    {Collective::kReduce, Algorithm::kRing},    {Collective::kReduce, Algorithm::kTree},
+    {Collective::kAllGather, Algorithm::kRing}, {Collective::kReduceScatter, Algorithm::kRing},
+    {Collective::kAllToAll, Algorithm::kRing},  {Collective::kGather, Algorithm::kRing},
     {Collective::kScatter, Algorithm::kRing},
 };
 
 bool Reduces(Collective coll) {
-  return coll == Collective::kAllReduce || coll == Collective::kReduce ||
-         coll == Collective::kReduceScatter;
+  return coll == Collective::kAllReduce || coll == Collective::kReduce || coll == Collective::kReduceScatter;
 }
 bool Rooted(Collective coll) {
-  return coll == Collective::kBroadcast || coll == Collective::kReduce ||
-         coll == Collective::kGather || coll == Collective::kScatter;
+  return coll == Collective::kBroadcast || coll == Collective::kReduce || coll == Collective::kGather ||
+         coll == Collective::kScatter;
 }
 
 struct TypeAndOp {
@@ -42,10 +42,9 @@ struct TypeAndOp {
 };
 // Float products of 17 small integers are exact in float64 but not float32.
 const TypeAndOp kReducing[] = {
-    {chorusInt32, ReduceOp::kSum},   {chorusInt32, ReduceOp::kProd},
-    {chorusInt32, ReduceOp::kMax},   {chorusInt32, ReduceOp::kMin},
-    {chorusFloat64, ReduceOp::kSum}, {chorusFloat32, ReduceOp::kSum},
-    {chorusUint8, ReduceOp::kMax},   {chorusFloat64, ReduceOp::kProd},
+    {chorusInt32, ReduceOp::kSum}, {chorusInt32, ReduceOp::kProd},   {chorusInt32, ReduceOp::kMax},
+    {chorusInt32, ReduceOp::kMin}, {chorusFloat64, ReduceOp::kSum},  {chorusFloat32, ReduceOp::kSum},
+    {chorusUint8, ReduceOp::kMax}, {chorusFloat64, ReduceOp::kProd},
 };
 const DataType kMoving[] = {chorusUint8, chorusInt32, chorusFloat64, chorusFloat32};
 // Below, at and above a step's size; 1, 3, 7 and 100 are not multiples of
@@ -57,6 +56,10 @@ uint64_t Mix(uint64_t x) {
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
   return x;
+}
+
+void PrintTo(const Pair& pair, std::ostream* out) {
+  *out << CollectiveName(pair.coll) << "/" << AlgorithmName(pair.algo);
 }
 
 class ScheduleSweep : public ::testing::TestWithParam<std::tuple<Pair, int>> {};
@@ -101,15 +104,49 @@ TEST_P(ScheduleSweep, MatchesReference) {
   }
 }
 
+// Every dtype and op on a prime count (uneven segments), for the reducing
+// collectives, on top of the rotation above.
+class ReductionSweep : public ::testing::TestWithParam<std::tuple<Pair, int>> {};
+
+TEST_P(ReductionSweep, EveryReductionOnAPrimeCount) {
+  const auto [pair, n] = GetParam();
+  uint64_t variant = static_cast<uint64_t>(pair.coll) * 977 + static_cast<uint64_t>(n) * 13;
+  for (const TypeAndOp& t : kReducing) {
+    ++variant;
+    CollectiveCase c;
+    c.coll = pair.coll;
+    c.algo = pair.algo;
+    c.nranks = n;
+    c.count = 1031;
+    c.root = n - 1;
+    c.in_place = variant % 2;
+    c.dtype = t.dtype;
+    c.op = t.op;
+    const uint64_t h = Mix(variant);
+    c.run.chunk_bytes = kChunkBytes[(h >> 8) % std::size(kChunkBytes)];
+    c.run.rendezvous = (h >> 16) & 1;
+    c.run.seed = h;
+    const std::string error = RunCollectiveCase(c);
+    ASSERT_TRUE(error.empty()) << error;
+  }
+}
+
 std::string SweepName(const ::testing::TestParamInfo<std::tuple<Pair, int>>& info) {
   const auto [pair, n] = info.param;
-  return std::string(CollectiveName(pair.coll)) + "_" + AlgorithmName(pair.algo) + "_" +
-         std::to_string(n) + "ranks";
+  return std::string(CollectiveName(pair.coll)) + "_" + AlgorithmName(pair.algo) + "_" + std::to_string(n) + "ranks";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCollectives, ScheduleSweep,
-                         ::testing::Combine(::testing::ValuesIn(kPairs), ::testing::Range(1, 18)),
-                         SweepName);
+                         ::testing::Combine(::testing::ValuesIn(kPairs), ::testing::Range(1, 18)), SweepName);
+
+const Pair kReducingPairs[] = {
+    {Collective::kAllReduce, Algorithm::kRing},     {Collective::kAllReduce, Algorithm::kTree},
+    {Collective::kReduce, Algorithm::kRing},        {Collective::kReduce, Algorithm::kTree},
+    {Collective::kReduceScatter, Algorithm::kRing},
+};
+
+INSTANTIATE_TEST_SUITE_P(Reductions, ReductionSweep,
+                         ::testing::Combine(::testing::ValuesIn(kReducingPairs), ::testing::Range(1, 18)), SweepName);
 
 }  // namespace
 }  // namespace chorus::testing

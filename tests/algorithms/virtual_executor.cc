@@ -76,8 +76,7 @@ class VirtualRun {
     }
     for (size_t c = 0; c < queues_.size(); ++c) {
       if (!queues_[c].empty()) {
-        return "messages " + std::to_string(c / p_) + " -> " + std::to_string(c % p_) +
-               " were sent but never received";
+        return "messages " + std::to_string(c / p_) + " -> " + std::to_string(c % p_) + " were sent but never received";
       }
     }
     return "";
@@ -97,8 +96,9 @@ class VirtualRun {
         const Step& step = schedule.steps[s];
         state.chunks[s] = (step.bytes + state.chunk_bytes - 1) / state.chunk_bytes;
         std::string error = CheckBounds(r, step);
-        if (!error.empty()) return "rank " + std::to_string(r) + " step " + std::to_string(s) +
-                                   ": " + error + "\n" + DescribeSchedule(schedule);
+        if (!error.empty())
+          return "rank " + std::to_string(r) + " step " + std::to_string(s) + ": " + error + "\n" +
+                 DescribeSchedule(schedule);
         if (step.kind == StepKind::kSend) sends_[r * p_ + step.peer].steps.push_back(s);
         if (step.kind == StepKind::kRecv || step.kind == StepKind::kRecvReduce) {
           recvs_[step.peer * p_ + r].steps.push_back(s);
@@ -109,15 +109,21 @@ class VirtualRun {
   }
 
   std::string CheckBounds(int rank, const Step& step) const {
-    const bool message = step.kind == StepKind::kSend || step.kind == StepKind::kRecv ||
-                         step.kind == StepKind::kRecvReduce;
+    const bool message =
+        step.kind == StepKind::kSend || step.kind == StepKind::kRecv || step.kind == StepKind::kRecvReduce;
     if (message && (step.peer < 0 || step.peer >= p_ || step.peer == rank)) return "bad peer";
     auto in_bounds = [&](BufferRange range) {
       size_t size = 0;
       switch (range.buffer) {
-        case BufferId::kSend: size = memory_[rank].send ? memory_[rank].send_bytes : 0; break;
-        case BufferId::kRecv: size = memory_[rank].recv ? memory_[rank].recv_bytes : 0; break;
-        case BufferId::kScratch: size = schedules_[rank].scratch_bytes; break;
+        case BufferId::kSend:
+          size = memory_[rank].send ? memory_[rank].send_bytes : 0;
+          break;
+        case BufferId::kRecv:
+          size = memory_[rank].recv ? memory_[rank].recv_bytes : 0;
+          break;
+        case BufferId::kScratch:
+          size = schedules_[rank].scratch_bytes;
+          break;
       }
       return range.offset <= size && step.bytes <= size - range.offset;
     };
@@ -129,16 +135,17 @@ class VirtualRun {
 
   uint8_t* Address(int rank, BufferRange range, size_t within) {
     switch (range.buffer) {
-      case BufferId::kSend: return memory_[rank].send + range.offset + within;
-      case BufferId::kRecv: return memory_[rank].recv + range.offset + within;
-      case BufferId::kScratch: return ranks_[rank].scratch.data() + range.offset + within;
+      case BufferId::kSend:
+        return memory_[rank].send + range.offset + within;
+      case BufferId::kRecv:
+        return memory_[rank].recv + range.offset + within;
+      case BufferId::kScratch:
+        return ranks_[rank].scratch.data() + range.offset + within;
     }
     return nullptr;
   }
 
-  bool Complete(int rank, uint32_t step) const {
-    return ranks_[rank].done[step] == ranks_[rank].chunks[step];
-  }
+  bool Complete(int rank, uint32_t step) const { return ranks_[rank].done[step] == ranks_[rank].chunks[step]; }
 
   // Chunk [begin, end) of a step.
   std::pair<size_t, size_t> ChunkRange(int rank, uint32_t step, size_t chunk) const {
@@ -182,15 +189,14 @@ class VirtualRun {
     }
   }
 
-  bool LengthsMatch(int from, uint32_t send_step, size_t send_chunk, int to, uint32_t recv_step,
-                    size_t recv_chunk, size_t sent_bytes) {
+  bool LengthsMatch(int from, uint32_t send_step, size_t send_chunk, int to, uint32_t recv_step, size_t recv_chunk,
+                    size_t sent_bytes) {
     const auto [begin, end] = ChunkRange(to, recv_step, recv_chunk);
     if (end - begin == sent_bytes) return true;
     std::ostringstream out;
-    out << "chunk length mismatch: rank " << from << " step " << send_step << " chunk "
-        << send_chunk << " sends " << sent_bytes << " bytes but rank " << to << " step "
-        << recv_step << " chunk " << recv_chunk << " expects " << (end - begin)
-        << " bytes\nsender:\n"
+    out << "chunk length mismatch: rank " << from << " step " << send_step << " chunk " << send_chunk << " sends "
+        << sent_bytes << " bytes but rank " << to << " step " << recv_step << " chunk " << recv_chunk << " expects "
+        << (end - begin) << " bytes\nsender:\n"
         << DescribeSchedule(schedules_[from]) << "receiver:\n"
         << DescribeSchedule(schedules_[to]);
     error_ = out.str();
@@ -208,8 +214,8 @@ class VirtualRun {
         Finish(rank, step, nullptr);
         return true;
       case StepKind::kReduce:
-        Reduce(rank, Address(rank, self.dst, begin), Address(rank, self.src, begin),
-               Address(rank, self.src2, begin), end - begin);
+        Reduce(rank, Address(rank, self.dst, begin), Address(rank, self.src, begin), Address(rank, self.src2, begin),
+               end - begin);
         Finish(rank, step, nullptr);
         return true;
       case StepKind::kSend:
@@ -251,8 +257,7 @@ class VirtualRun {
       std::deque<Message>& queue = queues_[from * p_ + rank];
       if (queue.empty()) return false;
       const Message& message = queue.front();
-      if (!LengthsMatch(from, message.step, message.chunk, rank, step, chunk,
-                        message.data.size())) {
+      if (!LengthsMatch(from, message.step, message.chunk, rank, step, chunk, message.data.size())) {
         return false;
       }
       Deliver(rank, step, chunk, message.data.data());
@@ -275,13 +280,12 @@ class VirtualRun {
 
   std::string DescribeDeadlock(const std::vector<std::pair<int, uint32_t>>& pending) const {
     std::ostringstream out;
-    out << "deadlock (" << (options_.rendezvous ? "rendezvous" : "eager") << ", chunk "
-        << options_.chunk_bytes << " bytes): no step can progress; pending:";
+    out << "deadlock (" << (options_.rendezvous ? "rendezvous" : "eager") << ", chunk " << options_.chunk_bytes
+        << " bytes): no step can progress; pending:";
     std::vector<bool> involved(p_, false);
     for (const auto& [rank, step] : pending) {
       if (Complete(rank, step)) continue;
-      out << " r" << rank << "#" << step << "(" << ranks_[rank].done[step] << "/"
-          << ranks_[rank].chunks[step] << ")";
+      out << " r" << rank << "#" << step << "(" << ranks_[rank].done[step] << "/" << ranks_[rank].chunks[step] << ")";
       involved[rank] = true;
     }
     out << '\n';
@@ -308,8 +312,7 @@ class VirtualRun {
 
 }  // namespace
 
-std::string RunVirtualRanks(const std::vector<Schedule>& schedules,
-                            const std::vector<RankMemory>& memory,
+std::string RunVirtualRanks(const std::vector<Schedule>& schedules, const std::vector<RankMemory>& memory,
                             const VirtualRunOptions& options) {
   if (memory.size() != schedules.size()) return "one RankMemory per schedule is required";
   VirtualRun run(schedules, memory, options);

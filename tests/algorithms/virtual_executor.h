@@ -38,8 +38,7 @@ struct VirtualRunOptions {
   bool rendezvous = false;
 };
 
-std::string RunVirtualRanks(const std::vector<Schedule>& schedules,
-                            const std::vector<RankMemory>& memory,
+std::string RunVirtualRanks(const std::vector<Schedule>& schedules, const std::vector<RankMemory>& memory,
                             const VirtualRunOptions& options);
 
 // The chunk size the executor uses for a schedule.

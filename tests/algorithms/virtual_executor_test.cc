@@ -55,8 +55,7 @@ std::vector<Schedule> SwapThroughRecv(bool declare_dependency) {
   for (int r = 0; r < 2; ++r) {
     schedules[r].steps.push_back(MakeStep(StepKind::kSend, 1 - r, kRecv0, {}, 16));
     schedules[r].steps.push_back(MakeStep(StepKind::kRecv, 1 - r, {}, kRecv0, 16,
-                                          declare_dependency ? std::vector<uint32_t>{0}
-                                                             : std::vector<uint32_t>{}));
+                                          declare_dependency ? std::vector<uint32_t>{0} : std::vector<uint32_t>{}));
   }
   return schedules;
 }
@@ -69,8 +68,7 @@ TEST(ScheduleChecker, AcceptsACorrectSwap) {
 TEST(ScheduleChecker, FindsAMissingDependency) {
   TwoRanks ranks;
   const std::string error = CheckSchedules(SwapThroughRecv(false), ranks.memory);
-  EXPECT_NE(error.find("no dependency orders conflicting steps (read then write)"),
-            std::string::npos) << error;
+  EXPECT_NE(error.find("no dependency orders conflicting steps (read then write)"), std::string::npos) << error;
 }
 
 TEST(VirtualExecutor, RandomOrderExposesAMissingDependency) {
@@ -98,8 +96,7 @@ TEST(VirtualExecutor, RendezvousExposesADeadlockThatEagerHides) {
   EXPECT_EQ(eager_ranks.recv[0][0], 21);
   TwoRanks rendezvous_ranks;
   options.rendezvous = true;
-  const std::string error =
-      RunVirtualRanks(SwapThroughRecv(true), rendezvous_ranks.memory, options);
+  const std::string error = RunVirtualRanks(SwapThroughRecv(true), rendezvous_ranks.memory, options);
   EXPECT_NE(error.find("deadlock"), std::string::npos) << error;
   EXPECT_NE(error.find("#0 send peer=1"), std::string::npos) << error;  // schedule dumped
 }
@@ -127,11 +124,11 @@ TEST(VirtualExecutor, ReportsMismatchedChunkLengths) {
     const std::string error = RunVirtualRanks(schedules, ranks.memory, options);
     EXPECT_NE(error.find("chunk length mismatch: rank 0 step 0 chunk 0 sends 8 bytes but rank 1 "
                          "step 0 chunk 0 expects 12 bytes"),
-              std::string::npos) << error;
+              std::string::npos)
+        << error;
   }
   const std::string error = CheckSchedules(schedules, ranks.memory);
-  EXPECT_NE(error.find("message 0 is 8 bytes sent but 12 bytes received"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("message 0 is 8 bytes sent but 12 bytes received"), std::string::npos) << error;
 }
 
 TEST(VirtualExecutor, ChunksPipelineAcrossRanks) {
@@ -160,8 +157,7 @@ TEST(ScheduleChecker, RejectsAnInsufficientPrefixDependency) {
   // 0, yet it reads bytes copy chunk 1 writes.
   std::vector<Schedule> schedules(2, Int32Schedule());
   schedules[0].steps.push_back(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 8));
-  schedules[0].steps.push_back(
-      MakeStep(StepKind::kSend, 1, BufferRange{BufferId::kRecv, 4}, {}, 8, {0}));
+  schedules[0].steps.push_back(MakeStep(StepKind::kSend, 1, BufferRange{BufferId::kRecv, 4}, {}, 8, {0}));
   schedules[1].steps.push_back(MakeStep(StepKind::kRecv, 0, {}, kRecv0, 8));
   TwoRanks ranks;
   const std::string error = CheckSchedules(schedules, ranks.memory);
@@ -177,22 +173,20 @@ TEST(ScheduleChecker, RejectsBufferMisuse) {
     return CheckSchedules(schedules, {memory});
   };
   const RankMemory full = ranks.memory[0];
-  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kRecv0, kSend0, 8), full)
-                .find("send buffer is const"), std::string::npos);
-  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 0), full)
-                .find("zero bytes"), std::string::npos);
-  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 6), full)
-                .find("element size"), std::string::npos);
-  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, BufferRange{BufferId::kRecv, 12}, 8),
-                      full).find("exceeds"), std::string::npos);
-  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, BufferRange{BufferId::kScratch, 0}, 8),
-                      full, 4).find("exceeds"), std::string::npos);
+  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kRecv0, kSend0, 8), full).find("send buffer is const"),
+            std::string::npos);
+  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 0), full).find("zero bytes"), std::string::npos);
+  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 6), full).find("element size"), std::string::npos);
+  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, BufferRange{BufferId::kRecv, 12}, 8), full).find("exceeds"),
+            std::string::npos);
+  EXPECT_NE(
+      check_one(MakeStep(StepKind::kCopy, -1, kSend0, BufferRange{BufferId::kScratch, 0}, 8), full, 4).find("exceeds"),
+      std::string::npos);
   RankMemory no_recv = full;
   no_recv.recv = nullptr;
-  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 8), no_recv)
-                .find("unbound recv buffer"), std::string::npos);
-  EXPECT_NE(check_one(MakeStep(StepKind::kSend, 0, kSend0, {}, 8), full).find("invalid peer"),
+  EXPECT_NE(check_one(MakeStep(StepKind::kCopy, -1, kSend0, kRecv0, 8), no_recv).find("unbound recv buffer"),
             std::string::npos);
+  EXPECT_NE(check_one(MakeStep(StepKind::kSend, 0, kSend0, {}, 8), full).find("invalid peer"), std::string::npos);
 }
 
 TEST(VirtualExecutor, ChunkSizeRoundsDownToWholeElements) {

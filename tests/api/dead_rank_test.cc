@@ -1,5 +1,5 @@
 // A rank dies (SIGKILL, no goodbye) just before or in the middle of a 64 MiB
-// allreduce. Every survivor must fail with chorusRemoteError or
+// allreduce, or stalls (alive, connections open, never joins). Every survivor must fail with chorusRemoteError or
 // chorusTimeout within CHORUS_TIMEOUT_MS (+ slack), name the peer in
 // chorusGetLastError, and abort cleanly; nothing may hang (the parent kills
 // children at its own deadline and fails the test).
@@ -26,7 +26,7 @@ constexpr Millis kParentDeadline{90000};
 constexpr size_t kCount = size_t{64} << 20 >> 2;  // 64 MiB of float32
 constexpr int kMaxRounds = 20;
 
-enum class Death { kBeforeAllReduce, kDuringAllReduce };
+enum class Death { kBeforeAllReduce, kDuringAllReduce, kStalls };
 
 // Exit codes of a survivor.
 enum SurvivorExit : int {
@@ -65,6 +65,11 @@ int RankBody(const chorusUniqueId& id, int nranks, int rank, int victim, Death d
   std::vector<float> data(kCount, 1.0f);
   if (rank == victim) {
     if (death == Death::kBeforeAllReduce) DieNow();
+    if (death == Death::kStalls) {
+      // Only the survivors' deadline can end their wait.
+      std::this_thread::sleep_for(std::chrono::milliseconds(kTimeoutMs + 3000));
+      return 0;
+    }
     std::thread([] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       DieNow();
@@ -100,6 +105,14 @@ struct DeadRankParam {
   Death death;
 };
 
+std::string DeadRankParamName(const testing::TestParamInfo<DeadRankParam>& info) {
+  switch (info.param.death) {
+    case Death::kBeforeAllReduce: return std::to_string(info.param.nranks) + "ranks_die_before";
+    case Death::kDuringAllReduce: return std::to_string(info.param.nranks) + "ranks_die_during";
+    default: return std::to_string(info.param.nranks) + "ranks_one_stalls";
+  }
+}
+
 class DeadRankTest : public testing::TestWithParam<DeadRankParam> {};
 
 TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
@@ -114,7 +127,9 @@ TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
   std::printf("dead rank test: %.1f s\n", SecondsSince(start));
   for (const ChildOutcome& outcome : outcomes) {
     EXPECT_FALSE(outcome.killed_at_deadline) << "hang: " << Describe(outcome);
-    if (outcome.rank == victim) {
+    if (outcome.rank == victim && GetParam().death == Death::kStalls) {
+      EXPECT_TRUE(outcome.exited) << Describe(outcome);
+    } else if (outcome.rank == victim) {
       EXPECT_EQ(outcome.signal, SIGKILL) << Describe(outcome);
     } else {
       EXPECT_TRUE(outcome.exited && outcome.exit_code == kReportedDeath)
@@ -127,11 +142,9 @@ TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
 INSTANTIATE_TEST_SUITE_P(
     Deaths, DeadRankTest,
     testing::Values(DeadRankParam{3, Death::kBeforeAllReduce},
-                    DeadRankParam{4, Death::kDuringAllReduce}),
-    [](const testing::TestParamInfo<DeadRankParam>& info) {
-      return std::to_string(info.param.nranks) +
-             (info.param.death == Death::kBeforeAllReduce ? "ranks_before" : "ranks_during");
-    });
+                    DeadRankParam{4, Death::kDuringAllReduce},
+                    DeadRankParam{3, Death::kStalls}),
+    DeadRankParamName);
 
 }  // namespace
 }  // namespace chorus_test

@@ -112,5 +112,26 @@ TEST(AbortTest, AbortUnblocksAnOperationInAnotherThread) {
   comms.AbortAll();  // rank 1 never ran the allreduce: do not wait for it
 }
 
+// After chorusCommAbort the handle is dead: every later call on it fails
+// with chorusInvalidUsage, explains why, and writes nothing.
+TEST(AbortTest, CallsOnAnAbortedCommAreInvalidUsage) {
+  ThreadComms comms = ThreadComms::InitRank(1);
+  ASSERT_TRUE(comms.ok()) << comms.error();
+  chorusComm_t comm = comms.Release(0);
+  ASSERT_EQ(chorusCommAbort(comm), chorusSuccess);
+  std::vector<int32_t> send(16, 1);
+  std::vector<int32_t> recv(16, -7);
+  EXPECT_EQ(chorusAllReduce(send.data(), recv.data(), 16, chorusInt32, chorusSum, comm, nullptr),
+            chorusInvalidUsage);
+  EXPECT_FALSE(std::string(chorusGetLastError(comm)).empty());
+  EXPECT_EQ(chorusBroadcast(send.data(), recv.data(), 16, chorusInt32, 0, comm, nullptr),
+            chorusInvalidUsage);
+  EXPECT_EQ(chorusSend(send.data(), 16, chorusInt32, 0, comm, nullptr), chorusInvalidUsage);
+  EXPECT_EQ(recv, std::vector<int32_t>(16, -7));
+  int count = -1;
+  EXPECT_EQ(chorusCommCount(comm, &count), chorusInvalidUsage);
+  EXPECT_EQ(count, -1);
+}
+
 }  // namespace
 }  // namespace chorus_test

@@ -58,7 +58,8 @@ TEST_P(RingExchangeTest, SendRightReceiveLeftInAGroup) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, RingExchangeTest, testing::Values(1, 2, 3, 5, 8),
+// (No 1-rank ring: Chorus rejects a send to oneself, unlike NCCL.)
+INSTANTIATE_TEST_SUITE_P(Ranks, RingExchangeTest, testing::Values(2, 3, 5, 8),
                          [](const testing::TestParamInfo<int>& info) {
                            return std::to_string(info.param) + "ranks";
                          });

@@ -103,29 +103,67 @@ TEST(StreamsTest, QueryReportsInProgressThenSuccess) {
   });
 }
 
-// Rank 1 never joins, so rank 0's enqueued allreduce times out: the error
-// comes back from Synchronize (and Query), not from the enqueueing call.
-TEST(StreamsTest, SynchronizeReturnsTheErrorOfAFailedOperation) {
-  chorusConfig_t config = MakeConfig(nullptr, /*timeout_ms=*/1000);
-  ThreadComms comms = ThreadComms::InitRank(2, &config);
-  ASSERT_TRUE(comms.ok()) << comms.error();
-  chorusComm_t comm = comms[0];
-  Stream stream;
-  ASSERT_EQ(stream.create_result(), chorusSuccess);
-  std::vector<int32_t> data(1024, 1);
-  const auto start = std::chrono::steady_clock::now();
-  ASSERT_EQ(chorusAllReduce(data.data(), data.data(), data.size(), chorusInt32, chorusSum, comm,
-                            stream.get()),
-            chorusSuccess);
-  const chorusResult_t synced = chorusStreamSynchronize(stream.get());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// Rank 0 enqueues an allreduce that rank 1 never joins, so it times out
+// after `timeout_ms`; returns rank 0's communicator and the stream.
+class FailedOperationTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = MakeConfig(nullptr, /*timeout_ms=*/1000);
+    comms_ = ThreadComms::InitRank(2, &config_);
+    ASSERT_TRUE(comms_.ok()) << comms_.error();
+    ASSERT_EQ(stream_.create_result(), chorusSuccess);
+    start_ = std::chrono::steady_clock::now();
+    ASSERT_EQ(chorusAllReduce(data_.data(), data_.data(), data_.size(), chorusInt32, chorusSum,
+                              comm(), stream_.get()),
+              chorusSuccess)
+        << "the failure must come later, from the stream";
+  }
+  void TearDown() override {
+    EXPECT_LT(SecondsSinceStart(), 10.0);
+    EXPECT_GT(std::string(chorusGetLastError(comm())).size(), 0u);
+    comms_.AbortAll();  // the ranks disagree on what ran: do not wait for them
+  }
+
+  chorusComm_t comm() const { return comms_[0]; }
+  double SecondsSinceStart() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  // Polls Query until the operation has ended (or 10 s passed).
+  chorusResult_t QueryUntilDone() {
+    chorusResult_t query = chorusStreamQuery(stream_.get());
+    while (query == chorusInProgress && SecondsSinceStart() < 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      query = chorusStreamQuery(stream_.get());
+    }
+    return query;
+  }
+
+  chorusConfig_t config_{};
+  ThreadComms comms_;
+  Stream stream_;
+  std::vector<int32_t> data_ = std::vector<int32_t>(1024, 1);
+  std::chrono::steady_clock::time_point start_;
+};
+
+TEST_F(FailedOperationTest, SynchronizeReturnsTheError) {
+  const chorusResult_t synced = chorusStreamSynchronize(stream_.get());
   EXPECT_TRUE(synced == chorusTimeout || synced == chorusRemoteError)
-      << "got " << Describe(synced, comm);
-  EXPECT_LT(seconds, 10.0);
-  EXPECT_GT(std::string(chorusGetLastError(comm)).size(), 0u);
-  EXPECT_EQ(chorusStreamQuery(stream.get()), synced) << "the first failure stays reported";
-  comms.AbortAll();  // the ranks disagree on what ran: do not wait for them
+      << "got " << Describe(synced, comm());
+}
+
+TEST_F(FailedOperationTest, QueryReturnsTheErrorOnceTheOperationEnded) {
+  const chorusResult_t query = QueryUntilDone();
+  EXPECT_TRUE(query == chorusTimeout || query == chorusRemoteError)
+      << "got " << Describe(query, comm());
+}
+
+// chorus.h: Synchronize "returns the first failure's code"; a Query in
+// between must not swallow it.
+TEST_F(FailedOperationTest, QueryDoesNotConsumeTheErrorSynchronizeReturns) {
+  const chorusResult_t query = QueryUntilDone();
+  const chorusResult_t synced = chorusStreamSynchronize(stream_.get());
+  EXPECT_NE(query, chorusSuccess);
+  EXPECT_EQ(synced, query) << "Synchronize got " << Describe(synced, comm());
 }
 
 // With a NULL stream the result is in place when the call returns.

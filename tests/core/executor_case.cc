@@ -1,0 +1,187 @@
+#include "executor_case.h"
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "core/executor.h"
+#include "core/workspace.h"
+#include "inproc_transport.h"
+#include "rank_threads.h"
+
+namespace chorus::testing {
+namespace {
+
+constexpr uint8_t kJunk = 0xAB;
+constexpr uint64_t kTag = 42;
+constexpr int kDeadlineMs = 20000;
+
+// Input element `index` of `rank`'s send buffer, in integer units: int32
+// holds the units, float64 holds units / 4 (exact, so sums are exact in
+// any order). Negative and positive values, varied by rank and index.
+int64_t Units(int rank, size_t index) {
+  return (rank + 1) * int64_t{100003} + static_cast<int64_t>(index % 4099) * 7 - 60000;
+}
+
+void Store(DataType dtype, uint8_t* at, int64_t units) {
+  if (dtype == chorusFloat64) {
+    const double value = static_cast<double>(units) * 0.25;
+    std::memcpy(at, &value, sizeof value);
+  } else {
+    const int32_t value = static_cast<int32_t>(units);
+    std::memcpy(at, &value, sizeof value);
+  }
+}
+
+std::string Load(DataType dtype, const uint8_t* at) {
+  std::ostringstream out;
+  if (dtype == chorusFloat64) {
+    double value;
+    std::memcpy(&value, at, sizeof value);
+    out << value;
+  } else {
+    int32_t value;
+    std::memcpy(&value, at, sizeof value);
+    out << value;
+  }
+  return out.str();
+}
+
+bool UsesSend(const CollectiveArgs& a) {
+  return !((a.coll == Collective::kBroadcast || a.coll == Collective::kScatter) && a.rank != a.root);
+}
+bool UsesRecv(const CollectiveArgs& a) {
+  return !((a.coll == Collective::kReduce || a.coll == Collective::kGather) && a.rank != a.root);
+}
+
+// Expected value (in units) of element `e` of rank `r`'s receive buffer.
+int64_t ExpectedUnits(const ExecutorCase& c, int r, size_t e) {
+  auto sum = [&](size_t index) {
+    int64_t total = 0;
+    for (int j = 0; j < c.nranks; ++j) total += Units(j, index);
+    return total;
+  };
+  const size_t n = c.count;
+  switch (c.coll) {
+    case Collective::kAllReduce: case Collective::kReduce: return sum(e);
+    case Collective::kBroadcast: return Units(c.root, e);
+    case Collective::kAllGather: case Collective::kGather: return Units(static_cast<int>(e / n), e % n);
+    case Collective::kReduceScatter: return sum(r * n + e);
+    case Collective::kAllToAll: return Units(static_cast<int>(e / n), r * n + e % n);
+    case Collective::kScatter: return Units(c.root, r * n + e);
+    default: return 0;
+  }
+}
+
+// One rank's memory, bound as the communicator binds it.
+struct RankSetup {
+  CollectiveArgs args;
+  Schedule schedule;
+  std::vector<uint8_t> user;          // in place: the one user allocation
+  std::vector<uint8_t> send, recv;    // out of place (or private placeholders)
+  std::vector<uint8_t> scratch;
+  uint8_t* send_ptr = nullptr;
+  uint8_t* recv_ptr = nullptr;
+  std::vector<uint8_t> user_before;   // what the call must not change
+};
+
+}  // namespace
+
+std::string DescribeExecutorCase(const ExecutorCase& c) {
+  std::ostringstream out;
+  out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
+      << " chunk=" << c.chunk_bytes << (c.in_place ? " in-place " : " out-of-place ") << DataTypeName(c.dtype)
+      << " root=" << c.root;
+  return out.str();
+}
+
+std::string RunExecutorCase(const ExecutorCase& c) {
+  const std::string context = DescribeExecutorCase(c) + ": ";
+  const size_t es = DataTypeSize(c.dtype);
+  const size_t block = c.count * es;
+  std::vector<RankSetup> ranks(c.nranks);
+  for (int r = 0; r < c.nranks; ++r) {
+    RankSetup& s = ranks[r];
+    s.args.coll = c.coll;
+    s.args.count = c.count;
+    s.args.dtype = c.dtype;
+    s.args.op = ReduceOp::kSum;
+    s.args.root = c.root;
+    s.args.nranks = c.nranks;
+    s.args.rank = r;
+    // As the C API decides: only a rank that uses both buffers can be in place.
+    s.args.in_place = c.in_place && UsesSend(s.args) && UsesRecv(s.args);
+    Status status = BuildSchedule(s.args, c.algo, &s.schedule);
+    if (!status.ok()) return context + "rank " + std::to_string(r) + ": " + status.message();
+
+    const size_t send_bytes = SendBufferBytes(s.args), recv_bytes = RecvBufferBytes(s.args);
+    if (s.args.in_place) {
+      s.user.assign(std::max(send_bytes, recv_bytes), kJunk);
+      const bool gather_layout = c.coll == Collective::kAllGather || c.coll == Collective::kGather;
+      const bool scatter_layout = c.coll == Collective::kReduceScatter || c.coll == Collective::kScatter;
+      s.send_ptr = s.user.data() + (gather_layout ? r * block : 0);
+      s.recv_ptr = s.user.data() + (scatter_layout ? r * block : 0);
+    } else {
+      s.send.assign(send_bytes, kJunk);
+      s.recv.assign(recv_bytes, kJunk);
+      s.send_ptr = s.send.data();
+      s.recv_ptr = s.recv.data();
+    }
+    if (UsesSend(s.args)) {
+      for (size_t i = 0; i < send_bytes / es; ++i) Store(c.dtype, s.send_ptr + i * es, Units(r, i));
+    }
+    s.scratch.assign(s.schedule.scratch_bytes, kJunk);
+    s.user_before = s.args.in_place ? s.user : s.send;
+  }
+
+  InprocFabric fabric(c.nranks);
+  const std::atomic<bool> abort{false};
+  std::vector<Status> results = RunRanks(fabric, [&](int r, Transport* transport) {
+    RankSetup& s = ranks[r];
+    BoundSchedule bound;
+    bound.schedule = &s.schedule;
+    bound.send = s.send_ptr;
+    bound.recv = s.recv_ptr;
+    bound.scratch = s.scratch.data();
+    bound.tag = kTag;
+    Workspace staging;
+    ExecutorOptions options;
+    options.chunk_bytes = c.chunk_bytes;
+    options.staging = &staging;
+    return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(kDeadlineMs));
+  });
+  for (int r = 0; r < c.nranks; ++r) {
+    if (!results[r].ok()) return context + "rank " + std::to_string(r) + " failed: " + results[r].message();
+  }
+
+  std::vector<uint8_t> expected(16);
+  for (int r = 0; r < c.nranks; ++r) {
+    const RankSetup& s = ranks[r];
+    const size_t recv_bytes = RecvBufferBytes(s.args);
+    if (UsesRecv(s.args)) {
+      for (size_t e = 0; e < recv_bytes / es; ++e) {
+        Store(c.dtype, expected.data(), ExpectedUnits(c, r, e));
+        if (std::memcmp(s.recv_ptr + e * es, expected.data(), es) != 0) {
+          return context + "rank " + std::to_string(r) + " element " + std::to_string(e) + ": got " +
+                 Load(c.dtype, s.recv_ptr + e * es) + ", expected " + Load(c.dtype, expected.data()) + "\n" +
+                 DescribeSchedule(s.schedule);
+        }
+      }
+    }
+    // Out of place the send buffer is const; in place, so is the user
+    // memory outside the result (the scatter layouts' other blocks).
+    const std::vector<uint8_t>& now = s.args.in_place ? s.user : s.send;
+    if (!UsesSend(s.args) && !s.args.in_place) continue;  // private placeholder
+    for (size_t i = 0; i < now.size(); ++i) {
+      const bool in_result = s.args.in_place && now.data() + i >= s.recv_ptr && now.data() + i < s.recv_ptr + recv_bytes;
+      if (!in_result && now[i] != s.user_before[i]) {
+        return context + "rank " + std::to_string(r) + " changed its send buffer at byte " + std::to_string(i);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace chorus::testing

@@ -1,0 +1,31 @@
+// One collective executed for real: every rank builds its schedule with
+// BuildSchedule, binds buffers the way the communicator does (NCCL in-place
+// layouts; buffers NCCL ignores on non-roots bound to private memory filled
+// with junk), runs ExecuteSchedules on its own thread over an InprocFabric,
+// and the results are compared exactly with values computed rank by rank.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "algorithms/algorithm.h"
+
+namespace chorus::testing {
+
+struct ExecutorCase {
+  Collective coll = Collective::kAllReduce;
+  Algorithm algo = Algorithm::kRing;
+  int nranks = 1;
+  size_t count = 0;
+  size_t chunk_bytes = 4096;
+  bool in_place = false;
+  DataType dtype = chorusInt32;  // chorusInt32 or chorusFloat64, reduced with Sum
+  int root = 0;
+};
+
+std::string DescribeExecutorCase(const ExecutorCase& c);
+
+// Empty on success, else the first difference (or error) with context.
+std::string RunExecutorCase(const ExecutorCase& c);
+
+}  // namespace chorus::testing
