@@ -72,8 +72,8 @@ int Sweep(const Options& options, chorusComm_t comm, int rank) {
     std::printf("# chorus_allreduce_sweep: %d ranks as %s, float32 sum, out of place%s%s\n", n,
                 options.threads ? "threads" : "processes", options.algo ? ", algo " : "",
                 options.algo ? options.algo : "");
-    std::printf("# %12s %12s %12s %12s %12s %8s\n", "size(B)", "count", "time(us)", "algbw(GB/s)",
-                "busbw(GB/s)", "#wrong");
+    std::printf("# %12s %12s %12s %12s %12s %8s\n", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+                "#wrong");
   }
   bool all_right = true;
   for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {
@@ -83,9 +83,8 @@ int Sweep(const Options& options, chorusComm_t comm, int rank) {
     for (size_t i = 0; i < count; ++i) send[i] = InputValue(rank, i);
     size_t wrong = 0;
     for (int i = 0; i < WarmupIterations(options, bytes); ++i) {
-      if (!Check(chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm,
-                                 nullptr),
-                 comm, rank, "warm-up allreduce")) {
+      if (!Check(chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm, nullptr), comm, rank,
+                 "warm-up allreduce")) {
         return 2;
       }
       wrong += CountWrong(recv, n);
@@ -94,9 +93,8 @@ int Sweep(const Options& options, chorusComm_t comm, int rank) {
     const int iters = TimedIterations(options, bytes);
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) {
-      if (!Check(chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm,
-                                 nullptr),
-                 comm, rank, "timed allreduce")) {
+      if (!Check(chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm, nullptr), comm, rank,
+                 "timed allreduce")) {
         return 2;
       }
     }
@@ -106,27 +104,24 @@ int Sweep(const Options& options, chorusComm_t comm, int rank) {
     double reduced[2] = {seconds / iters, static_cast<double>(wrong)};
     double slowest = 0;
     double total_wrong = 0;
-    if (!Check(chorusAllReduce(&reduced[0], &slowest, 1, chorusFloat64, chorusMax, comm, nullptr),
-               comm, rank, "time reduction") ||
-        !Check(chorusAllReduce(&reduced[1], &total_wrong, 1, chorusFloat64, chorusSum, comm,
-                               nullptr),
-               comm, rank, "check reduction")) {
+    if (!Check(chorusAllReduce(&reduced[0], &slowest, 1, chorusFloat64, chorusMax, comm, nullptr), comm, rank,
+               "time reduction") ||
+        !Check(chorusAllReduce(&reduced[1], &total_wrong, 1, chorusFloat64, chorusSum, comm, nullptr), comm, rank,
+               "check reduction")) {
       return 2;
     }
     all_right = all_right && total_wrong == 0;
     if (rank == 0) {
       const double algbw = static_cast<double>(bytes) / slowest / 1e9;
       const double busbw = algbw * 2.0 * (n - 1) / n;
-      std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8.0f\n", bytes, count, slowest * 1e6,
-                  algbw, busbw, total_wrong);
+      std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8.0f\n", bytes, count, slowest * 1e6, algbw, busbw, total_wrong);
       std::fflush(stdout);
     }
   }
   return all_right ? 0 : 1;
 }
 
-chorusResult_t InitRank(const Options& options, const chorusUniqueId& id, int rank,
-                        chorusComm_t* comm) {
+chorusResult_t InitRank(const Options& options, const chorusUniqueId& id, int rank, chorusComm_t* comm) {
   chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
   config.algo = options.algo;
   return chorusCommInitRankConfig(comm, options.nranks, id, rank, &config);
@@ -172,8 +167,7 @@ int RunAsProcesses(const Options& options, const chorusUniqueId& id) {
     children.push_back(pid);
   }
   int worst = 0;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(kChildDeadlineSeconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kChildDeadlineSeconds);
   size_t running = children.size();
   while (running > 0) {
     int status = 0;
@@ -212,18 +206,33 @@ bool ParseOptions(int argc, char** argv, Options* options) {
   int opt;
   while ((opt = getopt(argc, argv, "n:tb:e:w:i:a:h")) != -1) {
     switch (opt) {
-      case 'n': options->nranks = std::atoi(optarg); break;
-      case 't': options->threads = true; break;
-      case 'b': options->min_bytes = std::strtoull(optarg, nullptr, 0); break;
-      case 'e': options->max_bytes = std::strtoull(optarg, nullptr, 0); break;
-      case 'w': options->warmup = std::atoi(optarg); break;
-      case 'i': options->iters = std::atoi(optarg); break;
-      case 'a': options->algo = optarg; break;
-      default: return false;
+      case 'n':
+        options->nranks = std::atoi(optarg);
+        break;
+      case 't':
+        options->threads = true;
+        break;
+      case 'b':
+        options->min_bytes = std::strtoull(optarg, nullptr, 0);
+        break;
+      case 'e':
+        options->max_bytes = std::strtoull(optarg, nullptr, 0);
+        break;
+      case 'w':
+        options->warmup = std::atoi(optarg);
+        break;
+      case 'i':
+        options->iters = std::atoi(optarg);
+        break;
+      case 'a':
+        options->algo = optarg;
+        break;
+      default:
+        return false;
     }
   }
-  return options->nranks >= 1 && options->min_bytes >= sizeof(float) &&
-         options->min_bytes <= options->max_bytes && optind == argc;
+  return options->nranks >= 1 && options->min_bytes >= sizeof(float) && options->min_bytes <= options->max_bytes &&
+         optind == argc;
 }
 
 }  // namespace

@@ -185,9 +185,11 @@ chorusResult_t chorusCommFinalize(chorusComm_t comm);
 chorusResult_t chorusCommDestroy(chorusComm_t comm);
 
 /**
- * Aborts `comm`: every pending and future operation on it fails quickly with
- * chorusRemoteError or chorusInvalidUsage, then frees it. Safe to call while
- * another thread is blocked in an operation on `comm`.
+ * Aborts `comm`: every pending operation on it fails quickly with
+ * chorusRemoteError, then its resources are freed. Safe to call while
+ * another thread is blocked in an operation on `comm`. The handle stays a
+ * small tombstone: later calls with it return chorusInvalidUsage (the same
+ * holds after chorusCommDestroy).
  */
 chorusResult_t chorusCommAbort(chorusComm_t comm);
 
@@ -209,6 +211,12 @@ const char* chorusGetErrorString(chorusResult_t result);
 const char* chorusGetLastError(chorusComm_t comm);
 
 /* ---- Collectives ----------------------------------------------------- */
+/*
+ * Buffers may be NULL when the count is 0 (nothing is read or written), and
+ * where NCCL ignores them: sendbuff on non-roots of Broadcast/Scatter,
+ * recvbuff on non-roots of Reduce/Gather. Other overlaps than the in-place
+ * layouts below are rejected with chorusInvalidArgument.
+ */
 
 chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff,
                                size_t count, chorusDataType_t datatype,
@@ -256,7 +264,11 @@ chorusResult_t chorusScatter(const void* sendbuff, void* recvbuff,
 
 /* ---- Point to point -------------------------------------------------- */
 
-/** Messages between a pair of ranks match in issue order. */
+/**
+ * Messages between a pair of ranks match in issue order. A send to oneself
+ * is allowed inside a group that also holds the matching receive from
+ * oneself (same order, same size); it becomes a local copy.
+ */
 chorusResult_t chorusSend(const void* sendbuff, size_t count,
                           chorusDataType_t datatype, int peer,
                           chorusComm_t comm, chorusStream_t stream);
@@ -286,9 +298,15 @@ chorusResult_t chorusRedOpDestroy(chorusRedOp_t op, chorusComm_t comm);
 
 /** A host stream: an in-order queue served by its own worker thread. */
 chorusResult_t chorusStreamCreate(chorusStream_t* stream);
-/** Waits for everything enqueued; returns the first failure's code. */
+/**
+ * Waits for everything enqueued; returns the first failure since the last
+ * Synchronize (and clears it), else chorusSuccess.
+ */
 chorusResult_t chorusStreamSynchronize(chorusStream_t stream);
-/** chorusSuccess when idle, chorusInProgress when work is pending, or the first failure. */
+/**
+ * chorusSuccess when idle, chorusInProgress when work is pending, or the
+ * first failure (kept: the next Synchronize still returns it).
+ */
 chorusResult_t chorusStreamQuery(chorusStream_t stream);
 /** Waits for pending work, then frees the stream. */
 chorusResult_t chorusStreamDestroy(chorusStream_t stream);

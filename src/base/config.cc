@@ -52,10 +52,12 @@ Status ParseInt(const std::string& text, const char* what, long long* out) {
 Status ParseBytes(const std::string& text, const char* what, size_t* out) {
   errno = 0;
   char* end = nullptr;
-  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || end == text.c_str() || text[0] == '-') {
+  // strtoull skips blanks and accepts a sign; a size starts with a digit.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) {
     return InvalidArgument(what, ": '", text, "' is not a size");
   }
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return InvalidArgument(what, ": '", text, "' is too large");
   unsigned long long scale = 1;
   switch (std::toupper(static_cast<unsigned char>(*end))) {
     case '\0': break;
@@ -66,6 +68,7 @@ Status ParseBytes(const std::string& text, const char* what, size_t* out) {
   }
   if (*end == 'B' || *end == 'b') ++end;
   if (*end != '\0') return InvalidArgument(what, ": '", text, "' is not a size");
+  if (value > SIZE_MAX / scale) return InvalidArgument(what, ": '", text, "' is too large");
   *out = static_cast<size_t>(value * scale);
   return Status::Ok();
 }

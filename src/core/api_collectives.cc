@@ -95,9 +95,8 @@ chorusResult_t SubmitPointToPoint(Operation::Kind kind, const void* sendbuff, vo
   Status status = chorus::CheckComm(comm);
   if (status.ok()) status = CheckDataType(datatype);
   if (status.ok()) {
-    int nranks = comm->impl->nranks(), rank = comm->impl->rank();
+    int nranks = comm->impl->nranks();
     if (peer < 0 || peer >= nranks) status = InvalidArgument("peer ", peer, " is out of range [0, ", nranks, ")");
-    else if (peer == rank) status = InvalidArgument("peer ", peer, " is this rank; copy locally instead");
   }
   size_t elem = chorus::DataTypeSize(datatype);
   if (status.ok() && elem > 0 && count > SIZE_MAX / elem) status = InvalidArgument("count ", count, " overflows");

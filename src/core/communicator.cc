@@ -147,8 +147,41 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
     if (b.recv == nullptr) b.recv = placeholder;
   }
 
+  // Sends to oneself pair with receives from oneself of the same launch, in
+  // order, and become local copies (NCCL allows them inside a group).
+  std::vector<const Operation*> self_sends, self_recvs;
   for (const Operation& op : ops) {
-    if (op.kind == Operation::Kind::kCollective || op.bytes == 0) continue;
+    if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer != rank_) continue;
+    (op.kind == Operation::Kind::kSend ? self_sends : self_recvs).push_back(&op);
+  }
+  if (self_sends.size() != self_recvs.size()) {
+    return InvalidUsage("rank ", rank_, ": ", self_sends.size(), " send(s) to itself but ", self_recvs.size(),
+                        " receive(s) from itself in one launch; pair them inside a group");
+  }
+  for (size_t i = 0; i < self_sends.size(); ++i) {
+    if (self_sends[i]->bytes != self_recvs[i]->bytes) {
+      return InvalidUsage("rank ", rank_, ": send to itself of ", self_sends[i]->bytes,
+                          " bytes meets a receive of ", self_recvs[i]->bytes, " bytes");
+    }
+    Schedule schedule;
+    schedule.algorithm = "self";
+    schedule.dtype = chorusUint8;
+    Step step;
+    step.kind = StepKind::kCopy;
+    step.src = {BufferId::kSend, 0};
+    step.dst = {BufferId::kRecv, 0};
+    step.bytes = self_sends[i]->bytes;
+    schedule.Add(step);
+    p2p_schedules.push_back(std::move(schedule));
+    BoundSchedule b;
+    b.schedule = &p2p_schedules.back();
+    b.send = const_cast<uint8_t*>(static_cast<const uint8_t*>(self_sends[i]->send));
+    b.recv = static_cast<uint8_t*>(self_recvs[i]->recv);
+    bound.push_back(b);
+  }
+
+  for (const Operation& op : ops) {
+    if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer == rank_) continue;
     Schedule schedule;
     schedule.algorithm = op.kind == Operation::Kind::kSend ? "send" : "recv";
     schedule.dtype = op.dtype;

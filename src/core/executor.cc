@@ -99,15 +99,16 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       state.step = &step;
       state.bound = &bound;
       state.chunk = chunk;
-      state.nchunks = (step.bytes + chunk - 1) / chunk;
+      // A zero-byte step still orders its dependants after its dependencies:
+      // it becomes one empty local chunk, never sent.
+      state.nchunks = step.bytes == 0 ? 1 : (step.bytes + chunk - 1) / chunk;
       state.finished.assign(state.nchunks, 0);
       for (uint32_t dep : step.deps) {
         if (dep >= i) return InternalError("schedule '", schedule.algorithm, "' step ", i, " depends on later step ", dep);
         state.deps.push_back(static_cast<uint32_t>(base + dep));
       }
-      if (state.nchunks == 0) continue;
       ++remaining_;
-      if (!IsNetworkStep(step.kind)) {
+      if (step.bytes == 0 || !IsNetworkStep(step.kind)) {
         local_steps_.push_back(static_cast<uint32_t>(base + i));
         continue;
       }
@@ -184,7 +185,9 @@ bool Execution::RunLocalSteps() {
       size_t offset = state.ChunkBegin(c), length = state.ChunkLength(c);
       uint8_t* dst = Resolve(*state.bound, step.dst) + offset;
       const uint8_t* src = Resolve(*state.bound, step.src) + offset;
-      if (step.kind == StepKind::kCopy) {
+      if (length == 0) {
+        // an empty step: only its ordering matters
+      } else if (step.kind == StepKind::kCopy) {
         if (dst != src) std::memmove(dst, src, length);
       } else {  // kReduce
         const uint8_t* src2 = Resolve(*state.bound, step.src2) + offset;

@@ -32,7 +32,9 @@ struct ExecutorOptions {
   Workspace* staging = nullptr;   // receive-reduce staging; required
 };
 
-// Runs `schedules` to completion as one unit. Messages to a peer are posted
+// Runs `schedules` to completion as one unit. On an error, abort or timeout
+// some of its transfer requests may still be posted in the transport: the
+// caller must Shutdown() the transport and not progress it again. Messages to a peer are posted
 // in the order of `schedules`, then step order, then chunk order. Returns the
 // transport's error, chorusTimeout at `deadline`, or chorusRemoteError when
 // `abort` becomes true.

@@ -32,9 +32,7 @@ Status HostStream::Synchronize() {
 Status HostStream::Query() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!queue_.empty() || running_) return Status(chorusInProgress, "work is pending on the stream");
-  Status status = first_error_;
-  first_error_ = Status::Ok();
-  return status;
+  return first_error_;  // kept until Synchronize reports it
 }
 
 void HostStream::Serve() {

@@ -25,8 +25,8 @@ class HostStream {
   // since the last Synchronize and clears it. Every item is itself bounded
   // by its communicator's timeout, so this wait is bounded too.
   Status Synchronize();
-  // chorusInProgress while work is queued or running, else as Synchronize
-  // without waiting.
+  // chorusInProgress while work is queued or running, else the first failure
+  // (without clearing it: Synchronize still returns it).
   Status Query();
 
  private:

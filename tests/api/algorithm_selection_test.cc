@@ -25,17 +25,14 @@ void ExpectExactResults(const ThreadComms& comms) {
       ints[i] = static_cast<int32_t>(i % 1000) * (rank + 1) - 500;
       floats[i] = static_cast<float>(static_cast<int>(i % 64) - rank);
     }
-    chorusResult_t result =
-        chorusAllReduce(ints.data(), ints.data(), kCount, chorusInt32, chorusSum, comm, nullptr);
+    chorusResult_t result = chorusAllReduce(ints.data(), ints.data(), kCount, chorusInt32, chorusSum, comm, nullptr);
     ASSERT_EQ(result, chorusSuccess) << Describe(result, comm);
-    result = chorusAllReduce(floats.data(), floats.data(), kCount, chorusFloat32, chorusMax, comm,
-                             nullptr);
+    result = chorusAllReduce(floats.data(), floats.data(), kCount, chorusFloat32, chorusMax, comm, nullptr);
     ASSERT_EQ(result, chorusSuccess) << Describe(result, comm);
     size_t wrong = 0;
     for (size_t i = 0; i < kCount; ++i) {
       // sum over r of ((i%1000)*(r+1) - 500) = (i%1000)*n(n+1)/2 - 500n
-      const int32_t expected_int =
-          static_cast<int32_t>(i % 1000) * kRanks * (kRanks + 1) / 2 - 500 * kRanks;
+      const int32_t expected_int = static_cast<int32_t>(i % 1000) * kRanks * (kRanks + 1) / 2 - 500 * kRanks;
       wrong += ints[i] != expected_int;
       wrong += floats[i] != static_cast<float>(i % 64);  // max is rank 0's
     }

@@ -47,10 +47,10 @@ class CollectiveTest : public testing::TestWithParam<CollectiveParam> {
 };
 
 // Prefix for failure messages: which call, on which rank.
-inline std::string Context(const char* collective, int rank, chorusDataType_t dtype,
-                           const char* op_or_root, size_t count, bool in_place) {
-  return std::string(collective) + " rank " + std::to_string(rank) + " " + Name(dtype) + " " +
-         op_or_root + " count " + std::to_string(count) + (in_place ? " in-place" : "") + ": ";
+inline std::string Context(const char* collective, int rank, chorusDataType_t dtype, const char* op_or_root,
+                           size_t count, bool in_place) {
+  return std::string(collective) + " rank " + std::to_string(rank) + " " + Name(dtype) + " " + op_or_root + " count " +
+         std::to_string(count) + (in_place ? " in-place" : "") + ": ";
 }
 
 }  // namespace chorus_test

@@ -23,8 +23,8 @@ void AllReduceRounds(int rank, chorusComm_t comm, int nranks, int tag, int round
     ASSERT_EQ(result, chorusSuccess) << "tag " << tag << " " << Describe(result, comm);
     size_t wrong = 0;
     for (size_t i = 0; i < count; ++i) {
-      const int32_t expected = nranks * (tag * 1000 + round + static_cast<int32_t>(i % 7)) +
-                               10 * nranks * (nranks - 1) / 2;
+      const int32_t expected =
+          nranks * (tag * 1000 + round + static_cast<int32_t>(i % 7)) + 10 * nranks * (nranks - 1) / 2;
       wrong += data[i] != expected;
     }
     EXPECT_EQ(wrong, 0u) << "comm tag " << tag << " rank " << rank << " round " << round;

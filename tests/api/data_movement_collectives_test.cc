@@ -24,18 +24,15 @@ std::vector<double> Plain(int rank, size_t count, size_t block = 0) {
 
 std::string RootText(int root) { return "root " + std::to_string(root); }
 
-void CheckBroadcast(chorusComm_t comm, int rank, chorusDataType_t dtype, int root, size_t count,
-                    bool in_place) {
-  const std::string context =
-      Context("Broadcast", rank, dtype, RootText(root).c_str(), count, in_place);
+void CheckBroadcast(chorusComm_t comm, int rank, chorusDataType_t dtype, int root, size_t count, bool in_place) {
+  const std::string context = Context("Broadcast", rank, dtype, RootText(root).c_str(), count, in_place);
   TypedBuffer send(dtype, count);
   TypedBuffer recv(dtype, count);
   send.FillBytes(kSentinel);
   recv.FillBytes(kSentinel);
   if (rank == root) FillPlain(send, 0, count, root);
   TypedBuffer& result_buffer = in_place ? send : recv;
-  const chorusResult_t result =
-      chorusBroadcast(send.data(), result_buffer.data(), count, dtype, root, comm, nullptr);
+  const chorusResult_t result = chorusBroadcast(send.data(), result_buffer.data(), count, dtype, root, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   EXPECT_EQ(CompareRange(result_buffer, 0, Plain(root, count)), "") << context;
 }
@@ -55,8 +52,7 @@ TEST_P(CollectiveTest, BroadcastEveryTypeAndRoot) {
   });
 }
 
-void CheckAllGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype,
-                    size_t sendcount, bool in_place) {
+void CheckAllGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, size_t sendcount, bool in_place) {
   const std::string context = Context("AllGather", rank, dtype, "", sendcount, in_place);
   TypedBuffer send(dtype, sendcount);
   TypedBuffer recv(dtype, sendcount * nranks);
@@ -68,8 +64,7 @@ void CheckAllGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dt
   } else {
     FillPlain(send, 0, sendcount, rank);
   }
-  const chorusResult_t result =
-      chorusAllGather(send_pointer, recv.data(), sendcount, dtype, comm, nullptr);
+  const chorusResult_t result = chorusAllGather(send_pointer, recv.data(), sendcount, dtype, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   for (int from = 0; from < nranks; ++from) {
     EXPECT_EQ(CompareRange(recv, from * sendcount, Plain(from, sendcount)), "")
@@ -90,20 +85,17 @@ TEST_P(CollectiveTest, AllGatherEveryType) {
   });
 }
 
-void CheckAlltoAll(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype,
-                   size_t count) {
+void CheckAlltoAll(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, size_t count) {
   const std::string context = Context("AlltoAll", rank, dtype, "", count, false);
   TypedBuffer send(dtype, count * nranks);
   TypedBuffer recv(dtype, count * nranks);
   recv.FillBytes(kSentinel);
   // Block j of rank i's send buffer holds Plain(i, block j).
   for (int to = 0; to < nranks; ++to) FillPlain(send, to * count, count, rank, to);
-  const chorusResult_t result =
-      chorusAlltoAll(send.data(), recv.data(), count, dtype, comm, nullptr);
+  const chorusResult_t result = chorusAlltoAll(send.data(), recv.data(), count, dtype, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   for (int from = 0; from < nranks; ++from) {
-    EXPECT_EQ(CompareRange(recv, from * count, Plain(from, count, rank)), "")
-        << context << "block from rank " << from;
+    EXPECT_EQ(CompareRange(recv, from * count, Plain(from, count, rank)), "") << context << "block from rank " << from;
   }
 }
 
@@ -119,10 +111,9 @@ TEST_P(CollectiveTest, AlltoAllEveryType) {
   });
 }
 
-void CheckGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, int root,
-                 size_t sendcount, bool in_place) {
-  const std::string context =
-      Context("Gather", rank, dtype, RootText(root).c_str(), sendcount, in_place);
+void CheckGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, int root, size_t sendcount,
+                 bool in_place) {
+  const std::string context = Context("Gather", rank, dtype, RootText(root).c_str(), sendcount, in_place);
   TypedBuffer send(dtype, sendcount);
   TypedBuffer recv(dtype, sendcount * nranks);
   recv.FillBytes(kSentinel);
@@ -133,8 +124,7 @@ void CheckGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype
   } else {
     FillPlain(send, 0, sendcount, rank);
   }
-  const chorusResult_t result =
-      chorusGather(send_pointer, recv.data(), sendcount, dtype, root, comm, nullptr);
+  const chorusResult_t result = chorusGather(send_pointer, recv.data(), sendcount, dtype, root, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   if (rank != root) return;
   for (int from = 0; from < nranks; ++from) {
@@ -143,10 +133,9 @@ void CheckGather(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype
   }
 }
 
-void CheckScatter(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, int root,
-                  size_t recvcount, bool in_place) {
-  const std::string context =
-      Context("Scatter", rank, dtype, RootText(root).c_str(), recvcount, in_place);
+void CheckScatter(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, int root, size_t recvcount,
+                  bool in_place) {
+  const std::string context = Context("Scatter", rank, dtype, RootText(root).c_str(), recvcount, in_place);
   TypedBuffer send(dtype, recvcount * nranks);
   TypedBuffer recv(dtype, recvcount);
   send.FillBytes(kSentinel);
@@ -156,8 +145,7 @@ void CheckScatter(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtyp
   }
   const bool root_in_place = in_place && rank == root;
   void* recv_pointer = root_in_place ? send.at(rank * recvcount) : recv.data();
-  const chorusResult_t result =
-      chorusScatter(send.data(), recv_pointer, recvcount, dtype, root, comm, nullptr);
+  const chorusResult_t result = chorusScatter(send.data(), recv_pointer, recvcount, dtype, root, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   const std::vector<double> expected = Plain(root, recvcount, rank);
   if (root_in_place) {
@@ -199,8 +187,8 @@ TEST_P(CollectiveTest, ScatterEveryTypeAndRoot) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, CollectiveTest,
-                         testing::ValuesIn(AllCollectiveParams()), CollectiveParamName);
+INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, CollectiveTest, testing::ValuesIn(AllCollectiveParams()),
+                         CollectiveParamName);
 
 }  // namespace
 }  // namespace chorus_test

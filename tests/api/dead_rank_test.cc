@@ -75,15 +75,13 @@ int RankBody(const chorusUniqueId& id, int nranks, int rank, int victim, Death d
       DieNow();
     }).detach();
     for (int round = 0; round + 1 < kMaxRounds; ++round) {
-      (void)chorusAllReduce(data.data(), data.data(), kCount, chorusFloat32, chorusMax, comm,
-                            nullptr);
+      (void)chorusAllReduce(data.data(), data.data(), kCount, chorusFloat32, chorusMax, comm, nullptr);
     }
     DieNow();  // at the latest before the survivors' last round
   }
   for (int round = 0; round < kMaxRounds; ++round) {
     const auto start = std::chrono::steady_clock::now();
-    result = chorusAllReduce(data.data(), data.data(), kCount, chorusFloat32, chorusMax, comm,
-                             nullptr);
+    result = chorusAllReduce(data.data(), data.data(), kCount, chorusFloat32, chorusMax, comm, nullptr);
     if (result == chorusSuccess) continue;
     const double seconds = SecondsSince(start);
     const std::string message = chorusGetLastError(comm);
@@ -107,9 +105,12 @@ struct DeadRankParam {
 
 std::string DeadRankParamName(const testing::TestParamInfo<DeadRankParam>& info) {
   switch (info.param.death) {
-    case Death::kBeforeAllReduce: return std::to_string(info.param.nranks) + "ranks_die_before";
-    case Death::kDuringAllReduce: return std::to_string(info.param.nranks) + "ranks_die_during";
-    default: return std::to_string(info.param.nranks) + "ranks_one_stalls";
+    case Death::kBeforeAllReduce:
+      return std::to_string(info.param.nranks) + "ranks_die_before";
+    case Death::kDuringAllReduce:
+      return std::to_string(info.param.nranks) + "ranks_die_during";
+    default:
+      return std::to_string(info.param.nranks) + "ranks_one_stalls";
   }
 }
 
@@ -122,8 +123,7 @@ TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
   ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<ChildOutcome> outcomes = ForkRanks(
-      nranks, [&](int rank) { return RankBody(id, nranks, rank, victim, GetParam().death); },
-      kParentDeadline);
+      nranks, [&](int rank) { return RankBody(id, nranks, rank, victim, GetParam().death); }, kParentDeadline);
   std::printf("dead rank test: %.1f s\n", SecondsSince(start));
   for (const ChildOutcome& outcome : outcomes) {
     EXPECT_FALSE(outcome.killed_at_deadline) << "hang: " << Describe(outcome);
@@ -139,12 +139,10 @@ TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Deaths, DeadRankTest,
-    testing::Values(DeadRankParam{3, Death::kBeforeAllReduce},
-                    DeadRankParam{4, Death::kDuringAllReduce},
-                    DeadRankParam{3, Death::kStalls}),
-    DeadRankParamName);
+INSTANTIATE_TEST_SUITE_P(Deaths, DeadRankTest,
+                         testing::Values(DeadRankParam{3, Death::kBeforeAllReduce},
+                                         DeadRankParam{4, Death::kDuringAllReduce}, DeadRankParam{3, Death::kStalls}),
+                         DeadRankParamName);
 
 }  // namespace
 }  // namespace chorus_test

@@ -42,11 +42,10 @@ void RunOnThreads(int nranks, const std::function<void(int rank)>& body, Millis 
     });
   }
   std::unique_lock<std::mutex> lock(completion->mutex);
-  const bool finished = completion->changed.wait_for(
-      lock, deadline, [&] { return completion->remaining == 0; });
+  const bool finished = completion->changed.wait_for(lock, deadline, [&] { return completion->remaining == 0; });
   if (!finished) {
-    std::fprintf(stderr, "HANG: %d of %d rank threads still running after %lld ms:",
-                 completion->remaining, nranks, static_cast<long long>(deadline.count()));
+    std::fprintf(stderr, "HANG: %d of %d rank threads still running after %lld ms:", completion->remaining, nranks,
+                 static_cast<long long>(deadline.count()));
     for (int rank = 0; rank < nranks; ++rank) {
       if (!completion->done[rank]) std::fprintf(stderr, " rank %d", rank);
     }
@@ -80,8 +79,8 @@ ThreadComms ThreadComms::InitRank(int nranks, const chorusConfig_t* config) {
   });
   for (int rank = 0; rank < nranks; ++rank) {
     if (results[rank] != chorusSuccess) {
-      group.error_ += "rank " + std::to_string(rank) + ": " + chorusGetErrorString(results[rank]) +
-                      ": " + messages[rank] + "\n";
+      group.error_ +=
+          "rank " + std::to_string(rank) + ": " + chorusGetErrorString(results[rank]) + ": " + messages[rank] + "\n";
       group.comms_[rank] = nullptr;
     }
   }
@@ -116,9 +115,9 @@ ThreadComms& ThreadComms::operator=(ThreadComms&& other) noexcept {
 
 ThreadComms::~ThreadComms() { DestroyAll(); }
 
-void ThreadComms::Run(const std::function<void(int rank, chorusComm_t comm)>& body,
-                      Millis deadline) const {
-  RunOnThreads(size(), [&](int rank) { body(rank, comms_[rank]); }, deadline);
+void ThreadComms::Run(const std::function<void(int rank, chorusComm_t comm)>& body, Millis deadline) const {
+  RunOnThreads(
+      size(), [&](int rank) { body(rank, comms_[rank]); }, deadline);
 }
 
 void ThreadComms::AbortAll() {
@@ -152,12 +151,10 @@ chorusConfig_t MakeConfig(const char* algo, int timeout_ms) {
 
 std::string Describe(chorusResult_t result, chorusComm_t comm) {
   const char* last = chorusGetLastError(comm);
-  return std::string(chorusGetErrorString(result)) + " (" + std::to_string(result) +
-         "): " + (last ? last : "(null)");
+  return std::string(chorusGetErrorString(result)) + " (" + std::to_string(result) + "): " + (last ? last : "(null)");
 }
 
-std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank)>& body,
-                                    Millis deadline) {
+std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank)>& body, Millis deadline) {
   std::vector<ChildOutcome> outcomes(nranks);
   std::fflush(nullptr);  // buffered output would otherwise be printed by every child
   for (int rank = 0; rank < nranks; ++rank) {
@@ -203,8 +200,7 @@ std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank
 }
 
 std::string Describe(const ChildOutcome& outcome) {
-  std::string text = "rank " + std::to_string(outcome.rank) + " (pid " +
-                     std::to_string(outcome.pid) + "): ";
+  std::string text = "rank " + std::to_string(outcome.rank) + " (pid " + std::to_string(outcome.pid) + "): ";
   if (outcome.pid <= 0) return text + "fork failed";
   if (outcome.killed_at_deadline) return text + "still running at the deadline, killed";
   if (outcome.exited) return text + "exit code " + std::to_string(outcome.exit_code);

@@ -20,8 +20,7 @@ inline constexpr Millis kDefaultDeadline{60000};
 // Runs body(rank) on `nranks` threads at once and joins them. A thread still
 // running at the deadline is a hang: the ranks that did not finish are
 // printed and the process aborts (a stuck thread cannot be cancelled safely).
-void RunOnThreads(int nranks, const std::function<void(int rank)>& body,
-                  Millis deadline = kDefaultDeadline);
+void RunOnThreads(int nranks, const std::function<void(int rank)>& body, Millis deadline = kDefaultDeadline);
 
 // The communicators of one group, ranks as threads of this process. They are
 // destroyed concurrently (one thread per rank) when the object goes away.
@@ -48,8 +47,7 @@ class ThreadComms {
   chorusComm_t operator[](int rank) const { return comms_[rank]; }
 
   // Runs body(rank, comm) on one thread per rank.
-  void Run(const std::function<void(int rank, chorusComm_t comm)>& body,
-           Millis deadline = kDefaultDeadline) const;
+  void Run(const std::function<void(int rank, chorusComm_t comm)>& body, Millis deadline = kDefaultDeadline) const;
 
   // Aborts every communicator (instead of destroying them at the end).
   void AbortAll();
@@ -74,9 +72,9 @@ std::string Describe(chorusResult_t result, chorusComm_t comm);
 struct ChildOutcome {
   int rank = -1;
   pid_t pid = -1;
-  bool exited = false;        // exited normally; exit_code is valid
+  bool exited = false;  // exited normally; exit_code is valid
   int exit_code = -1;
-  int signal = 0;             // the signal that ended it, if any
+  int signal = 0;  // the signal that ended it, if any
   bool killed_at_deadline = false;
 };
 
@@ -84,8 +82,7 @@ struct ChildOutcome {
 // return value; it must not use gtest assertions (the parent's state is not
 // shared). The parent waits until `deadline` and SIGKILLs children still
 // running. Call before this process creates threads where possible.
-std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank)>& body,
-                                    Millis deadline);
+std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank)>& body, Millis deadline);
 
 std::string Describe(const ChildOutcome& outcome);
 

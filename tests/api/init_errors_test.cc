@@ -99,15 +99,13 @@ TEST(AbortTest, AbortUnblocksAnOperationInAnotherThread) {
   double seconds = 0;
   std::thread blocked([&] {
     const auto start = std::chrono::steady_clock::now();
-    result = chorusAllReduce(data.data(), data.data(), data.size(), chorusInt32, chorusSum,
-                             waiting, nullptr);
+    result = chorusAllReduce(data.data(), data.data(), data.size(), chorusInt32, chorusSum, waiting, nullptr);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(chorusCommAbort(waiting), chorusSuccess);
   blocked.join();
-  EXPECT_TRUE(result == chorusRemoteError || result == chorusInvalidUsage)
-      << chorusGetErrorString(result);
+  EXPECT_TRUE(result == chorusRemoteError || result == chorusInvalidUsage) << chorusGetErrorString(result);
   EXPECT_LT(seconds, 10.0);
   comms.AbortAll();  // rank 1 never ran the allreduce: do not wait for it
 }
@@ -121,11 +119,9 @@ TEST(AbortTest, CallsOnAnAbortedCommAreInvalidUsage) {
   ASSERT_EQ(chorusCommAbort(comm), chorusSuccess);
   std::vector<int32_t> send(16, 1);
   std::vector<int32_t> recv(16, -7);
-  EXPECT_EQ(chorusAllReduce(send.data(), recv.data(), 16, chorusInt32, chorusSum, comm, nullptr),
-            chorusInvalidUsage);
+  EXPECT_EQ(chorusAllReduce(send.data(), recv.data(), 16, chorusInt32, chorusSum, comm, nullptr), chorusInvalidUsage);
   EXPECT_FALSE(std::string(chorusGetLastError(comm)).empty());
-  EXPECT_EQ(chorusBroadcast(send.data(), recv.data(), 16, chorusInt32, 0, comm, nullptr),
-            chorusInvalidUsage);
+  EXPECT_EQ(chorusBroadcast(send.data(), recv.data(), 16, chorusInt32, 0, comm, nullptr), chorusInvalidUsage);
   EXPECT_EQ(chorusSend(send.data(), 16, chorusInt32, 0, comm, nullptr), chorusInvalidUsage);
   EXPECT_EQ(recv, std::vector<int32_t>(16, -7));
   int count = -1;

@@ -25,8 +25,7 @@ void ExpectConnected(const ThreadComms& comms) {
     EXPECT_EQ(count, nranks);
     EXPECT_EQ(user_rank, rank);
     int32_t value[3] = {rank + 1, -rank, 7};
-    const chorusResult_t result =
-        chorusAllReduce(value, value, 3, chorusInt32, chorusSum, comm, nullptr);
+    const chorusResult_t result = chorusAllReduce(value, value, 3, chorusInt32, chorusSum, comm, nullptr);
     ASSERT_EQ(result, chorusSuccess) << Describe(result, comm);
     EXPECT_EQ(value[0], nranks * (nranks + 1) / 2);
     EXPECT_EQ(value[1], -nranks * (nranks - 1) / 2);
@@ -55,9 +54,7 @@ TEST_P(InitTest, InitAll) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, InitTest, testing::Values(1, 2, 3, 4, 5, 8),
-                         [](const testing::TestParamInfo<int>& info) {
-                           return std::to_string(info.param) + "ranks";
-                         });
+                         [](const testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
 
 TEST(InitTest, TwoGroupsFromOneProcessOneAfterTheOther) {
   for (int round = 0; round < 2; ++round) {

@@ -23,13 +23,10 @@ uint8_t InputByte(int rank, size_t index) {
   return static_cast<uint8_t>((index * 7 + static_cast<size_t>(rank) * 13) % kPeriod);
 }
 
-uint8_t ExpectedByte(size_t index) {
-  return static_cast<uint8_t>(InputByte(0, index) + InputByte(1, index));
-}
+uint8_t ExpectedByte(size_t index) { return static_cast<uint8_t>(InputByte(0, index) + InputByte(1, index)); }
 
 size_t AvailableMemoryBytes() {
-  return static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) *
-         static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
 void FillPattern(uint8_t* data, size_t count, const uint8_t (&pattern)[kPeriod]) {
@@ -71,15 +68,13 @@ TEST(LargeCountTest, AllReduceSumOfMoreThan2Pow31Uint8Elements) {
             chorusAllReduce(data.get(), data.get(), kCount, chorusUint8, chorusSum, comm, nullptr);
         ASSERT_EQ(result, chorusSuccess) << Describe(result, comm);
         // Samples around the 2^31 boundary first: the likeliest to break.
-        for (size_t index : {size_t{0}, (size_t{1} << 31) - 1, size_t{1} << 31,
-                             (size_t{1} << 31) + 1, kCount - 1}) {
+        for (size_t index : {size_t{0}, (size_t{1} << 31) - 1, size_t{1} << 31, (size_t{1} << 31) + 1, kCount - 1}) {
           EXPECT_EQ(data[index], ExpectedByte(index)) << "rank " << rank << " index " << index;
         }
         EXPECT_EQ(CountWrong(data.get(), kCount, expected), 0u) << "rank " << rank;
       },
       Millis(120000));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 60.0) << "a 2 GiB allreduce should take seconds";
   std::printf("large allreduce of %zu uint8 on %d ranks: %.1f s\n", kCount, kRanks, seconds);
 }

@@ -50,8 +50,7 @@ int CollectivesInChild(const chorusUniqueId& id, int nranks, int rank) {
   result = chorusAllGather(mine, gathered.data(), 3, chorusFloat64, comm, nullptr);
   if (result != chorusSuccess) return Fail(rank, kCallFailed, "allgather", result, comm);
   for (int from = 0; from < nranks; ++from) {
-    if (gathered[from * 3] != from * 1.5 || gathered[from * 3 + 1] != -from * 1.0 ||
-        gathered[from * 3 + 2] != 7.0) {
+    if (gathered[from * 3] != from * 1.5 || gathered[from * 3 + 1] != -from * 1.0 || gathered[from * 3 + 2] != 7.0) {
       std::fprintf(stderr, "rank %d: allgather block %d wrong\n", rank, from);
       return kWrongValue;
     }
@@ -61,8 +60,7 @@ int CollectivesInChild(const chorusUniqueId& id, int nranks, int rank) {
   if (rank == nranks - 1) {
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 13);
   }
-  result = chorusBroadcast(bytes.data(), bytes.data(), bytes.size(), chorusUint8, nranks - 1,
-                           comm, nullptr);
+  result = chorusBroadcast(bytes.data(), bytes.data(), bytes.size(), chorusUint8, nranks - 1, comm, nullptr);
   if (result != chorusSuccess) return Fail(rank, kCallFailed, "broadcast", result, comm);
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] != static_cast<uint8_t>(i * 13)) {

@@ -58,11 +58,9 @@ TEST_P(RingExchangeTest, SendRightReceiveLeftInAGroup) {
   });
 }
 
-// (No 1-rank ring: Chorus rejects a send to oneself, unlike NCCL.)
-INSTANTIATE_TEST_SUITE_P(Ranks, RingExchangeTest, testing::Values(2, 3, 5, 8),
-                         [](const testing::TestParamInfo<int>& info) {
-                           return std::to_string(info.param) + "ranks";
-                         });
+// A ring of 1 rank sends to itself inside a group: a local copy.
+INSTANTIATE_TEST_SUITE_P(Ranks, RingExchangeTest, testing::Values(1, 2, 3, 5, 8),
+                         [](const testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
 
 struct PostedOp {
   bool is_send;
@@ -101,12 +99,10 @@ void AllPairsExchange(int rank, int nranks, chorusComm_t comm, unsigned seed, si
     chorusResult_t posted;
     if (op.is_send) {
       buffers[k] = MessageFor(rank, op.peer, seq, count + seq);
-      posted = chorusSend(buffers[k].data(), buffers[k].size(), chorusInt32, op.peer, comm,
-                          nullptr);
+      posted = chorusSend(buffers[k].data(), buffers[k].size(), chorusInt32, op.peer, comm, nullptr);
     } else {
       buffers[k].assign(count + seq, -1);
-      posted = chorusRecv(buffers[k].data(), buffers[k].size(), chorusInt32, op.peer, comm,
-                          nullptr);
+      posted = chorusRecv(buffers[k].data(), buffers[k].size(), chorusInt32, op.peer, comm, nullptr);
     }
     ASSERT_EQ(posted, chorusSuccess) << Describe(posted, comm);
   }
@@ -134,9 +130,7 @@ TEST_P(AllPairsTest, AnyPostingOrderInAGroupDeliversExactData) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AllPairsTest, testing::Values(2, 3, 4, 5),
-                         [](const testing::TestParamInfo<int>& info) {
-                           return std::to_string(info.param) + "ranks";
-                         });
+                         [](const testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
 
 // Outside a group each call blocks, so the two ranks issue matching orders.
 TEST(P2PTest, BlockingSendRecvInMatchingOrder) {

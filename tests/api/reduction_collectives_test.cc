@@ -10,8 +10,7 @@ namespace {
 
 constexpr size_t kOddCount = 1031;  // prime: no rank count divides it
 
-std::vector<double> Reduced(chorusDataType_t dtype, chorusRedOp_t op, int nranks,
-                            size_t first, size_t count) {
+std::vector<double> Reduced(chorusDataType_t dtype, chorusRedOp_t op, int nranks, size_t first, size_t count) {
   std::vector<double> expected(count);
   for (size_t i = 0; i < count; ++i) expected[i] = ReducedValue(dtype, op, nranks, first + i);
   return expected;
@@ -23,16 +22,15 @@ void FillInputs(TypedBuffer& buffer, chorusRedOp_t op, int rank, int nranks) {
   }
 }
 
-void CheckAllReduce(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype,
-                    chorusRedOp_t op, size_t count, bool in_place) {
+void CheckAllReduce(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, chorusRedOp_t op, size_t count,
+                    bool in_place) {
   const std::string context = Context("AllReduce", rank, dtype, Name(op), count, in_place);
   TypedBuffer send(dtype, count);
   TypedBuffer recv(dtype, count);
   FillInputs(send, op, rank, nranks);
   recv.FillBytes(0xEE);
   TypedBuffer& result_buffer = in_place ? send : recv;
-  const chorusResult_t result =
-      chorusAllReduce(send.data(), result_buffer.data(), count, dtype, op, comm, nullptr);
+  const chorusResult_t result = chorusAllReduce(send.data(), result_buffer.data(), count, dtype, op, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   EXPECT_EQ(CompareRange(result_buffer, 0, Reduced(dtype, op, nranks, 0, count)), "") << context;
 }
@@ -61,21 +59,19 @@ TEST_P(CollectiveTest, AllReduceZeroOneAndLargeCounts) {
   });
 }
 
-void CheckReduce(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype,
-                 chorusRedOp_t op, int root, size_t count, bool in_place) {
-  const std::string context = Context("Reduce", rank, dtype, Name(op), count, in_place) +
-                              "root " + std::to_string(root) + ": ";
+void CheckReduce(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, chorusRedOp_t op, int root,
+                 size_t count, bool in_place) {
+  const std::string context =
+      Context("Reduce", rank, dtype, Name(op), count, in_place) + "root " + std::to_string(root) + ": ";
   TypedBuffer send(dtype, count);
   TypedBuffer recv(dtype, count);
   FillInputs(send, op, rank, nranks);
   recv.FillBytes(0xEE);
   TypedBuffer& result_buffer = in_place ? send : recv;
-  const chorusResult_t result =
-      chorusReduce(send.data(), result_buffer.data(), count, dtype, op, root, comm, nullptr);
+  const chorusResult_t result = chorusReduce(send.data(), result_buffer.data(), count, dtype, op, root, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   if (rank == root) {
-    EXPECT_EQ(CompareRange(result_buffer, 0, Reduced(dtype, op, nranks, 0, count)), "")
-        << context;
+    EXPECT_EQ(CompareRange(result_buffer, 0, Reduced(dtype, op, nranks, 0, count)), "") << context;
   }
 }
 
@@ -98,16 +94,15 @@ TEST_P(CollectiveTest, ReduceEveryTypeOpAndRoot) {
   });
 }
 
-void CheckReduceScatter(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype,
-                        chorusRedOp_t op, size_t recvcount, bool in_place) {
+void CheckReduceScatter(chorusComm_t comm, int rank, int nranks, chorusDataType_t dtype, chorusRedOp_t op,
+                        size_t recvcount, bool in_place) {
   const std::string context = Context("ReduceScatter", rank, dtype, Name(op), recvcount, in_place);
   TypedBuffer send(dtype, recvcount * nranks);
   TypedBuffer recv(dtype, recvcount);
   FillInputs(send, op, rank, nranks);
   recv.FillBytes(0xEE);
   void* recv_pointer = in_place ? send.at(rank * recvcount) : recv.data();
-  const chorusResult_t result =
-      chorusReduceScatter(send.data(), recv_pointer, recvcount, dtype, op, comm, nullptr);
+  const chorusResult_t result = chorusReduceScatter(send.data(), recv_pointer, recvcount, dtype, op, comm, nullptr);
   ASSERT_EQ(result, chorusSuccess) << context << Describe(result, comm);
   const std::vector<double> expected = Reduced(dtype, op, nranks, rank * recvcount, recvcount);
   if (in_place) {
@@ -132,8 +127,8 @@ TEST_P(CollectiveTest, ReduceScatterEveryTypeAndOp) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, CollectiveTest,
-                         testing::ValuesIn(AllCollectiveParams()), CollectiveParamName);
+INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, CollectiveTest, testing::ValuesIn(AllCollectiveParams()),
+                         CollectiveParamName);
 
 }  // namespace
 }  // namespace chorus_test

@@ -16,10 +16,14 @@ double SmallInteger(chorusDataType_t dtype, int rank, size_t index) {
 double ProdFactor(chorusDataType_t dtype, int rank, int nranks, size_t index) {
   if (static_cast<size_t>(rank) == index % static_cast<size_t>(nranks)) {
     switch (index % 4) {
-      case 0: return 0;
-      case 1: return 2;
-      case 2: return IsSigned(dtype) ? -2 : 2;
-      default: return 1;
+      case 0:
+        return 0;
+      case 1:
+        return 2;
+      case 2:
+        return IsSigned(dtype) ? -2 : 2;
+      default:
+        return 1;
     }
   }
   if (!IsSigned(dtype)) return 1;
@@ -28,8 +32,7 @@ double ProdFactor(chorusDataType_t dtype, int rank, int nranks, size_t index) {
 
 }  // namespace
 
-double InputValue(chorusDataType_t dtype, chorusRedOp_t op, int rank, int nranks,
-                  size_t index) {
+double InputValue(chorusDataType_t dtype, chorusRedOp_t op, int rank, int nranks, size_t index) {
   switch (op) {
     case chorusProd:
       return ProdFactor(dtype, rank, nranks, index);
@@ -49,10 +52,18 @@ double ReducedValue(chorusDataType_t dtype, chorusRedOp_t op, int nranks, size_t
   for (int rank = 1; rank < nranks; ++rank) {
     const double value = InputValue(dtype, op, rank, nranks, index);
     switch (op) {
-      case chorusProd: result *= value; break;
-      case chorusMax: result = std::max(result, value); break;
-      case chorusMin: result = std::min(result, value); break;
-      default: result += value; break;  // sum, avg
+      case chorusProd:
+        result *= value;
+        break;
+      case chorusMax:
+        result = std::max(result, value);
+        break;
+      case chorusMin:
+        result = std::min(result, value);
+        break;
+      default:
+        result += value;
+        break;  // sum, avg
     }
   }
   if (op == chorusAvg) {

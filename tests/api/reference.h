@@ -14,8 +14,7 @@ namespace chorus_test {
 //  - prod: +-1 except one rank per element holding 0, 2 or -2;
 //  - avg: integer types as sum (so the truncation toward zero shows);
 //    float types base + 2*rank - (nranks-1), whose sum is nranks*base.
-double InputValue(chorusDataType_t dtype, chorusRedOp_t op, int rank, int nranks,
-                  size_t index);
+double InputValue(chorusDataType_t dtype, chorusRedOp_t op, int rank, int nranks, size_t index);
 
 // The exact reduction of InputValue over ranks 0..nranks-1 at `index`.
 double ReducedValue(chorusDataType_t dtype, chorusRedOp_t op, int nranks, size_t index);

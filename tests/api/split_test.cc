@@ -28,20 +28,17 @@ TEST(SplitTest, EvenOddWithReversedKeys) {
 
     // Sum of old ranks per half, and the old ranks gathered in new order.
     int32_t sum = rank;
-    ASSERT_EQ(chorusAllReduce(&sum, &sum, 1, chorusInt32, chorusSum, halves[rank], nullptr),
-              chorusSuccess);
+    ASSERT_EQ(chorusAllReduce(&sum, &sum, 1, chorusInt32, chorusSum, halves[rank], nullptr), chorusSuccess);
     EXPECT_EQ(sum, rank % 2 == 0 ? 2 : 4);
     int32_t old_ranks[2] = {-1, -1};
     const int32_t mine = rank;
-    ASSERT_EQ(chorusAllGather(&mine, old_ranks, 1, chorusInt32, halves[rank], nullptr),
-              chorusSuccess);
+    ASSERT_EQ(chorusAllGather(&mine, old_ranks, 1, chorusInt32, halves[rank], nullptr), chorusSuccess);
     EXPECT_EQ(old_ranks[0], rank % 2 == 0 ? 2 : 3);
     EXPECT_EQ(old_ranks[1], rank % 2 == 0 ? 0 : 1);
 
     // The parent still works while the children exist.
     int32_t total = 1;
-    ASSERT_EQ(chorusAllReduce(&total, &total, 1, chorusInt32, chorusSum, comm, nullptr),
-              chorusSuccess);
+    ASSERT_EQ(chorusAllReduce(&total, &total, 1, chorusInt32, chorusSum, comm, nullptr), chorusSuccess);
     EXPECT_EQ(total, 4);
   });
   RunOnThreads(4, [&](int rank) {
@@ -72,8 +69,7 @@ TEST(SplitTest, NoColorGivesNullAndTheOthersFormOneComm) {
     EXPECT_EQ(count, 3);
     EXPECT_EQ(new_rank, rank);  // equal keys: old rank order
     std::vector<float> data(4099, static_cast<float>(rank));
-    ASSERT_EQ(chorusAllReduce(data.data(), data.data(), data.size(), chorusFloat32, chorusSum,
-                              split[rank], nullptr),
+    ASSERT_EQ(chorusAllReduce(data.data(), data.data(), data.size(), chorusFloat32, chorusSum, split[rank], nullptr),
               chorusSuccess);
     size_t wrong = 0;
     for (float value : data) wrong += value != 3.0f;  // 0 + 1 + 2
@@ -97,8 +93,7 @@ TEST(SplitTest, EveryRankAlone) {
     EXPECT_EQ(count, 1);
     int64_t value = rank * 100;
     int64_t out = -1;
-    ASSERT_EQ(chorusAllReduce(&value, &out, 1, chorusInt64, chorusSum, alone, nullptr),
-              chorusSuccess);
+    ASSERT_EQ(chorusAllReduce(&value, &out, 1, chorusInt64, chorusSum, alone, nullptr), chorusSuccess);
     EXPECT_EQ(out, rank * 100);
     EXPECT_EQ(chorusCommDestroy(alone), chorusSuccess);
   });

@@ -12,11 +12,10 @@
 
 namespace chorus_test {
 
-inline constexpr chorusDataType_t kAllDataTypes[] = {
-    chorusInt8,    chorusUint8,   chorusInt32,   chorusUint32,  chorusInt64,
-    chorusUint64,  chorusFloat16, chorusFloat32, chorusFloat64, chorusBfloat16};
-inline constexpr chorusRedOp_t kAllOps[] = {chorusSum, chorusProd, chorusMax, chorusMin,
-                                            chorusAvg};
+inline constexpr chorusDataType_t kAllDataTypes[] = {chorusInt8,    chorusUint8,   chorusInt32,   chorusUint32,
+                                                     chorusInt64,   chorusUint64,  chorusFloat16, chorusFloat32,
+                                                     chorusFloat64, chorusBfloat16};
+inline constexpr chorusRedOp_t kAllOps[] = {chorusSum, chorusProd, chorusMax, chorusMin, chorusAvg};
 
 size_t ElementSize(chorusDataType_t dtype);
 bool IsSigned(chorusDataType_t dtype);
@@ -52,7 +51,6 @@ class TypedBuffer {
 
 // Compares buffer[offset + i] with expected[i]; returns "" when all match,
 // else a description of the first mismatch and how many differ.
-std::string CompareRange(const TypedBuffer& buffer, size_t offset,
-                         const std::vector<double>& expected);
+std::string CompareRange(const TypedBuffer& buffer, size_t offset, const std::vector<double>& expected);
 
 }  // namespace chorus_test

@@ -86,12 +86,12 @@ TEST(ParseHex128Test, ParsesBothCases) {
 }
 
 TEST(ParseHex128Test, RejectsWrongLengthAndNonHex) {
-  for (const char* text : {"",                                    // empty
-                           "00102030405060708090a0b0c0d0e0f",     // 31 digits
-                           "000102030405060708090a0b0c0d0e0f0",   // 33 digits
-                           "g00102030405060708090a0b0c0d0e0f",    // not hex
-                           "000102030405060708090a0b0c0d0e0 ",    // space
-                           "0x0102030405060708090a0b0c0d0e0f"}) { // prefix
+  for (const char* text : {"",                                     // empty
+                           "00102030405060708090a0b0c0d0e0f",      // 31 digits
+                           "000102030405060708090a0b0c0d0e0f0",    // 33 digits
+                           "g00102030405060708090a0b0c0d0e0f",     // not hex
+                           "000102030405060708090a0b0c0d0e0 ",     // space
+                           "0x0102030405060708090a0b0c0d0e0f"}) {  // prefix
     unsigned char out[16] = {};
     Status status = ParseHex128(text, "CHORUS_SECRET", out);
     EXPECT_EQ(status.code(), chorusInvalidArgument) << "'" << text << "'";
@@ -143,8 +143,10 @@ class EnvironmentTest : public ::testing::Test {
   }
   void TearDown() override {
     for (const auto& [name, value] : saved_) {
-      if (value) setenv(name.c_str(), value->c_str(), 1);
-      else unsetenv(name.c_str());
+      if (value)
+        setenv(name.c_str(), value->c_str(), 1);
+      else
+        unsetenv(name.c_str());
     }
   }
   static void Set(const char* name, const char* value) { ASSERT_EQ(setenv(name, value, 1), 0); }
@@ -212,15 +214,15 @@ TEST_P(BadEnvironmentTest, IsInvalidArgumentNamingTheVariable) {
   EXPECT_EQ(settings.timeout_ms, -3);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Values, BadEnvironmentTest,
-    ::testing::Values(BadValue{"CHORUS_TIMEOUT_MS", "abc"}, BadValue{"CHORUS_TIMEOUT_MS", "0"},
-                      BadValue{"CHORUS_TIMEOUT_MS", "-5"}, BadValue{"CHORUS_TIMEOUT_MS", "2147483648"},
-                      BadValue{"CHORUS_TIMEOUT_MS", ""}, BadValue{"CHORUS_NSOCKS", "0"},
-                      BadValue{"CHORUS_NSOCKS", "65"}, BadValue{"CHORUS_NSOCKS", "two"},
-                      BadValue{"CHORUS_CHUNK_BYTES", "12X"}, BadValue{"CHORUS_CHUNK_BYTES", "-1"},
-                      BadValue{"CHORUS_CHUNK_BYTES", "32"}, BadValue{"CHORUS_CHUNK_BYTES", "0"}),
-    [](const ::testing::TestParamInfo<BadValue>& info) { return std::to_string(info.index); });
+INSTANTIATE_TEST_SUITE_P(Values, BadEnvironmentTest,
+                         ::testing::Values(BadValue{"CHORUS_TIMEOUT_MS", "abc"}, BadValue{"CHORUS_TIMEOUT_MS", "0"},
+                                           BadValue{"CHORUS_TIMEOUT_MS", "-5"},
+                                           BadValue{"CHORUS_TIMEOUT_MS", "2147483648"},
+                                           BadValue{"CHORUS_TIMEOUT_MS", ""}, BadValue{"CHORUS_NSOCKS", "0"},
+                                           BadValue{"CHORUS_NSOCKS", "65"}, BadValue{"CHORUS_NSOCKS", "two"},
+                                           BadValue{"CHORUS_CHUNK_BYTES", "12X"}, BadValue{"CHORUS_CHUNK_BYTES", "-1"},
+                                           BadValue{"CHORUS_CHUNK_BYTES", "32"}, BadValue{"CHORUS_CHUNK_BYTES", "0"}),
+                         [](const ::testing::TestParamInfo<BadValue>& info) { return std::to_string(info.index); });
 
 }  // namespace
 }  // namespace chorus

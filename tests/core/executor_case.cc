@@ -65,13 +65,22 @@ int64_t ExpectedUnits(const ExecutorCase& c, int r, size_t e) {
   };
   const size_t n = c.count;
   switch (c.coll) {
-    case Collective::kAllReduce: case Collective::kReduce: return sum(e);
-    case Collective::kBroadcast: return Units(c.root, e);
-    case Collective::kAllGather: case Collective::kGather: return Units(static_cast<int>(e / n), e % n);
-    case Collective::kReduceScatter: return sum(r * n + e);
-    case Collective::kAllToAll: return Units(static_cast<int>(e / n), r * n + e % n);
-    case Collective::kScatter: return Units(c.root, r * n + e);
-    default: return 0;
+    case Collective::kAllReduce:
+    case Collective::kReduce:
+      return sum(e);
+    case Collective::kBroadcast:
+      return Units(c.root, e);
+    case Collective::kAllGather:
+    case Collective::kGather:
+      return Units(static_cast<int>(e / n), e % n);
+    case Collective::kReduceScatter:
+      return sum(r * n + e);
+    case Collective::kAllToAll:
+      return Units(static_cast<int>(e / n), r * n + e % n);
+    case Collective::kScatter:
+      return Units(c.root, r * n + e);
+    default:
+      return 0;
   }
 }
 
@@ -79,12 +88,12 @@ int64_t ExpectedUnits(const ExecutorCase& c, int r, size_t e) {
 struct RankSetup {
   CollectiveArgs args;
   Schedule schedule;
-  std::vector<uint8_t> user;          // in place: the one user allocation
-  std::vector<uint8_t> send, recv;    // out of place (or private placeholders)
+  std::vector<uint8_t> user;        // in place: the one user allocation
+  std::vector<uint8_t> send, recv;  // out of place (or private placeholders)
   std::vector<uint8_t> scratch;
   uint8_t* send_ptr = nullptr;
   uint8_t* recv_ptr = nullptr;
-  std::vector<uint8_t> user_before;   // what the call must not change
+  std::vector<uint8_t> user_before;  // what the call must not change
 };
 
 }  // namespace
@@ -93,7 +102,7 @@ std::string DescribeExecutorCase(const ExecutorCase& c) {
   std::ostringstream out;
   out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
       << " chunk=" << c.chunk_bytes << (c.in_place ? " in-place " : " out-of-place ") << DataTypeName(c.dtype)
-      << " root=" << c.root;
+      << " root=" << c.root << " inflight=" << c.max_inflight_per_peer;
   return out.str();
 }
 
@@ -149,6 +158,7 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     Workspace staging;
     ExecutorOptions options;
     options.chunk_bytes = c.chunk_bytes;
+    options.max_inflight_per_peer = c.max_inflight_per_peer;
     options.staging = &staging;
     return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(kDeadlineMs));
   });
@@ -175,7 +185,8 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     const std::vector<uint8_t>& now = s.args.in_place ? s.user : s.send;
     if (!UsesSend(s.args) && !s.args.in_place) continue;  // private placeholder
     for (size_t i = 0; i < now.size(); ++i) {
-      const bool in_result = s.args.in_place && now.data() + i >= s.recv_ptr && now.data() + i < s.recv_ptr + recv_bytes;
+      const bool in_result =
+          s.args.in_place && now.data() + i >= s.recv_ptr && now.data() + i < s.recv_ptr + recv_bytes;
       if (!in_result && now[i] != s.user_before[i]) {
         return context + "rank " + std::to_string(r) + " changed its send buffer at byte " + std::to_string(i);
       }

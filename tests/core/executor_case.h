@@ -21,6 +21,7 @@ struct ExecutorCase {
   bool in_place = false;
   DataType dtype = chorusInt32;  // chorusInt32 or chorusFloat64, reduced with Sum
   int root = 0;
+  int max_inflight_per_peer = 8;
 };
 
 std::string DescribeExecutorCase(const ExecutorCase& c);

@@ -37,14 +37,15 @@ Schedule OneStep(StepKind kind, int peer, size_t bytes) {
   return schedule;
 }
 
-// Runs `schedule` on `rank` of `fabric` with its own buffers of 64 KiB.
+// Runs `schedule` with its own send and receive buffers of 64 KiB.
 class SingleRun {
  public:
-  explicit SingleRun(Schedule schedule) : schedule_(std::move(schedule)), send_(65536, 1), recv_(65536, 0) {}
+  explicit SingleRun(Schedule schedule)
+      : schedule_(std::move(schedule)), send_(65536, 1), recv_(65536, 0), scratch_(schedule_.scratch_bytes) {}
 
   Status Run(Transport* transport, int rank, uint64_t tag, const std::atomic<bool>& abort, Deadline deadline,
              size_t chunk_bytes = 4096) {
-    BoundSchedule bound{&schedule_, send_.data(), recv_.data(), recv_.data(), tag};
+    BoundSchedule bound{&schedule_, send_.data(), recv_.data(), scratch_.data(), tag};
     ExecutorOptions options;
     options.chunk_bytes = chunk_bytes;
     options.staging = &staging_;
@@ -53,7 +54,7 @@ class SingleRun {
 
  private:
   Schedule schedule_;
-  std::vector<uint8_t> send_, recv_;
+  std::vector<uint8_t> send_, recv_, scratch_;
   Workspace staging_;
 };
 
@@ -131,6 +132,40 @@ TEST(ExecutorErrorsTest, AbortFromAnotherThreadReturnsPromptly) {
   const int64_t elapsed = MillisecondsSince(start);
   aborter.join();
   EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_LT(elapsed, 1000);
+}
+
+// Abort in the middle of a real collective that cannot finish (rank 3 never
+// joins): every running rank returns promptly.
+TEST(ExecutorErrorsTest, AbortStopsEveryRankOfACollective) {
+  constexpr int kRanks = 4;
+  std::vector<Schedule> schedules(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    CollectiveArgs args;
+    args.coll = Collective::kAllReduce;
+    args.count = 12345;
+    args.dtype = chorusInt32;
+    args.nranks = kRanks;
+    args.rank = r;
+    ASSERT_TRUE(BuildSchedule(args, Algorithm::kRing, &schedules[r]).ok());
+  }
+  InprocFabric fabric(kRanks);
+  std::atomic<bool> abort{false};
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    abort.store(true);
+  });
+  const Clock::time_point start = Clock::now();
+  std::vector<Status> results = RunRanks(fabric, [&](int rank, Transport* transport) {
+    if (rank == kRanks - 1) return Status::Ok();
+    SingleRun run(schedules[rank]);
+    return run.Run(transport, rank, 1, abort, Deadline::AfterMs(30000), /*chunk_bytes=*/64);
+  });
+  const int64_t elapsed = MillisecondsSince(start);
+  aborter.join();
+  for (int r = 0; r + 1 < kRanks; ++r) {
+    EXPECT_EQ(results[r].code(), chorusRemoteError) << "rank " << r << ": " << results[r].message();
+  }
   EXPECT_LT(elapsed, 1000);
 }
 

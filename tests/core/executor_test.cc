@@ -2,10 +2,13 @@
 // over the in-process transport; results are checked element by element.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -20,9 +23,9 @@ namespace {
 
 constexpr size_t kMiB = 1 << 20;
 
-const Collective kAllCollectives[] = {
-    Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,   Collective::kAllGather,
-    Collective::kReduceScatter, Collective::kAllToAll, Collective::kGather, Collective::kScatter};
+const Collective kAllCollectives[] = {Collective::kAllReduce, Collective::kBroadcast,     Collective::kReduce,
+                                      Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll,
+                                      Collective::kGather,    Collective::kScatter};
 
 // A root that differs with the case, so that roots 0, middle and last occur.
 int RootFor(int nranks, size_t count) { return count % 2 == 0 ? 0 : nranks / 2 + (nranks > 2 ? 1 : 0); }
@@ -76,9 +79,9 @@ namespace {
 std::string CaseName(const ::testing::TestParamInfo<ExecutorCase>& info) {
   const ExecutorCase& c = info.param;
   std::string name = std::string(CollectiveName(c.coll)) + "_" + AlgorithmName(c.algo) + "_n" +
-                     std::to_string(c.nranks) + "_c" + std::to_string(c.count) + "_k" +
-                     std::to_string(c.chunk_bytes) + (c.in_place ? "_inplace_" : "_outofplace_") +
-                     (c.dtype == chorusFloat64 ? "f64" : "i32");
+                     std::to_string(c.nranks) + "_c" + std::to_string(c.count) + "_k" + std::to_string(c.chunk_bytes) +
+                     (c.in_place ? "_inplace_" : "_outofplace_") + (c.dtype == chorusFloat64 ? "f64" : "i32") + "_w" +
+                     std::to_string(c.max_inflight_per_peer);
   return name;
 }
 
@@ -99,11 +102,27 @@ std::vector<ExecutorCase> OddChunkCases() {
   return cases;
 }
 
+// One or two chunks in flight per peer: the pipeline must still drain.
+std::vector<ExecutorCase> NarrowPipelineCases() {
+  std::vector<ExecutorCase> cases;
+  for (int inflight : {1, 2}) {
+    for (Collective coll : kAllCollectives) {
+      ExecutorCase c = MakeCase(coll, Algorithm::kRing, 5, 1000, 256, coll == Collective::kAllReduce, chorusInt32);
+      c.max_inflight_per_peer = inflight;
+      cases.push_back(c);
+    }
+    for (Collective coll : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce}) {
+      ExecutorCase c = MakeCase(coll, Algorithm::kTree, 6, 1000, 256, false, chorusFloat64);
+      c.max_inflight_per_peer = inflight;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
 class ExecutorCollectiveTest : public ::testing::TestWithParam<ExecutorCase> {};
 
-TEST_P(ExecutorCollectiveTest, MatchesReference) {
-  EXPECT_EQ(RunExecutorCase(GetParam()), "");
-}
+TEST_P(ExecutorCollectiveTest, MatchesReference) { EXPECT_EQ(RunExecutorCase(GetParam()), ""); }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, ExecutorCollectiveTest, ::testing::ValuesIn(CollectiveCases()), CaseName);
 
@@ -121,6 +140,8 @@ std::vector<ExecutorCase> RankCountCases() {
   }
   return cases;
 }
+
+INSTANTIATE_TEST_SUITE_P(NarrowPipeline, ExecutorCollectiveTest, ::testing::ValuesIn(NarrowPipelineCases()), CaseName);
 
 INSTANTIATE_TEST_SUITE_P(OddChunks, ExecutorCollectiveTest, ::testing::ValuesIn(OddChunkCases()), CaseName);
 
@@ -180,6 +201,66 @@ TEST(ExecutorGroupTest, TwoSchedulesInOneLaunch) {
       ASSERT_EQ(data[r].double_recv[i], 3.0 - 4.0 * static_cast<double>(i)) << "rank " << r << " double element " << i;
     }
   }
+}
+
+// Rule 1 of algorithms/schedule.h is transitive: a step that moves no bytes
+// still "finishes" only once its own dependencies allow it, so a step that
+// depends on it must wait for those too. Here C depends on the empty step B,
+// which depends on A, a receive that arrives late; C must copy A's data.
+TEST(ExecutorRulesTest, EmptyStepKeepsItsDependencies) {
+  constexpr size_t kBytes = 64;
+  Schedule receiver;
+  receiver.algorithm = "test";
+  Step a;
+  a.kind = StepKind::kRecv;
+  a.peer = 1;
+  a.dst = {BufferId::kRecv, 0};
+  a.bytes = kBytes;
+  const uint32_t a_index = receiver.Add(a);
+  Step b;
+  b.kind = StepKind::kCopy;
+  b.src = {BufferId::kSend, 0};
+  b.dst = {BufferId::kScratch, 0};
+  b.bytes = 0;
+  b.deps = {a_index};
+  const uint32_t b_index = receiver.Add(b);
+  Step c;
+  c.kind = StepKind::kCopy;
+  c.src = {BufferId::kRecv, 0};
+  c.dst = {BufferId::kRecv, kBytes};
+  c.bytes = kBytes;
+  c.deps = {b_index};
+  receiver.Add(c);
+
+  Schedule sender;
+  sender.algorithm = "test";
+  Step send;
+  send.kind = StepKind::kSend;
+  send.peer = 0;
+  send.src = {BufferId::kSend, 0};
+  send.bytes = kBytes;
+  sender.Add(send);
+
+  std::vector<std::vector<uint8_t>> send_buffers = {std::vector<uint8_t>(kBytes, 0),
+                                                    std::vector<uint8_t>(kBytes, 0x5A)};
+  std::vector<std::vector<uint8_t>> recv_buffers(2, std::vector<uint8_t>(2 * kBytes, 0));
+  std::vector<uint8_t> scratch(kBytes);
+  InprocFabric fabric(2);
+  const std::atomic<bool> abort{false};
+  std::vector<Status> results = RunRanks(fabric, [&](int r, Transport* transport) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));  // A arrives late
+    BoundSchedule bound{r == 0 ? &receiver : &sender, send_buffers[r].data(), recv_buffers[r].data(), scratch.data(),
+                        3};
+    Workspace staging;
+    ExecutorOptions options;
+    options.staging = &staging;
+    return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(5000));
+  });
+  ASSERT_TRUE(results[0].ok()) << results[0].message();
+  ASSERT_TRUE(results[1].ok()) << results[1].message();
+  const std::vector<uint8_t>& out = recv_buffers[0];
+  EXPECT_EQ(std::count(out.begin(), out.begin() + kBytes, 0x5A), kBytes) << "A's data";
+  EXPECT_EQ(std::count(out.begin() + kBytes, out.end(), 0x5A), kBytes) << "C ran before A finished";
 }
 
 }  // namespace

@@ -64,9 +64,18 @@ TEST(HostStreamTest, SynchronizeOnAnIdleStreamReturnsOk) {
 TEST(HostStreamTest, SynchronizeReturnsTheFirstErrorAndClearsIt) {
   HostStream stream;
   std::atomic<int> ran{0};
-  stream.Enqueue([&] { ++ran; return Status::Ok(); });
-  stream.Enqueue([&] { ++ran; return InternalError("first failure"); });
-  stream.Enqueue([&] { ++ran; return TimeoutError("second failure"); });
+  stream.Enqueue([&] {
+    ++ran;
+    return Status::Ok();
+  });
+  stream.Enqueue([&] {
+    ++ran;
+    return InternalError("first failure");
+  });
+  stream.Enqueue([&] {
+    ++ran;
+    return TimeoutError("second failure");
+  });
   Status status = stream.Synchronize();
   EXPECT_EQ(status.code(), chorusInternalError);
   EXPECT_EQ(status.message(), "first failure");
@@ -108,7 +117,7 @@ TEST(HostStreamTest, QueryIsInProgressWhileItemsAreQueued) {
   EXPECT_TRUE(stream.Synchronize().ok());
 }
 
-TEST(HostStreamTest, QueryReturnsTheErrorOnceIdleAndClearsIt) {
+TEST(HostStreamTest, QueryReturnsTheErrorAndLeavesItForSynchronize) {
   HostStream stream;
   stream.Enqueue([] { return InternalError("broken"); });
   Status status = Status(chorusInProgress, "");
@@ -118,6 +127,8 @@ TEST(HostStreamTest, QueryReturnsTheErrorOnceIdleAndClearsIt) {
   }
   EXPECT_EQ(status.code(), chorusInternalError);
   EXPECT_EQ(status.message(), "broken");
+  EXPECT_EQ(stream.Query().code(), chorusInternalError);
+  EXPECT_EQ(stream.Synchronize().code(), chorusInternalError);
   EXPECT_TRUE(stream.Query().ok());
   EXPECT_TRUE(stream.Synchronize().ok());
 }
@@ -147,7 +158,11 @@ TEST(HostStreamTest, ItemsFromManyThreadsAllRun) {
   std::vector<std::thread> producers;
   for (int t = 0; t < 4; ++t) {
     producers.emplace_back([&] {
-      for (int i = 0; i < 250; ++i) stream.Enqueue([&] { ++ran; return Status::Ok(); });
+      for (int i = 0; i < 250; ++i)
+        stream.Enqueue([&] {
+          ++ran;
+          return Status::Ok();
+        });
     });
   }
   for (std::thread& producer : producers) producer.join();

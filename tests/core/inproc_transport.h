@@ -58,7 +58,9 @@ class InprocFabric {
 
   Channel& channel(int src, int dst) { return channels_[static_cast<size_t>(src) * nranks_ + dst]; }
   // Requests of `rank` with `peer` not yet matched.
-  bool HasPending(int rank, int peer) { return !channel(rank, peer).sends.empty() || !channel(peer, rank).recvs.empty(); }
+  bool HasPending(int rank, int peer) {
+    return !channel(rank, peer).sends.empty() || !channel(peer, rank).recvs.empty();
+  }
 
   const int nranks_;
   std::mutex mutex_;  // guards everything below
