@@ -129,7 +129,10 @@ Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<c
     if (addr == nullptr || port == nullptr) {
       return InvalidUsage("no rendezvous address: set CHORUS_ROOT=host:port or MASTER_ADDR and MASTER_PORT");
     }
-    contents.root_address = std::strchr(addr, ':') != nullptr ? StrCat("[", addr, "]:", port) : StrCat(addr, ":", port);
+    // A bare IPv6 address needs brackets before the port; one given with
+    // brackets already keeps them.
+    bool bare_ipv6 = std::strchr(addr, ':') != nullptr && addr[0] != '[';
+    contents.root_address = bare_ipv6 ? StrCat("[", addr, "]:", port) : StrCat(addr, ":", port);
   }
   CHORUS_RETURN_IF_ERROR(SecretFromEnvironment(contents.root_address, contents.secret));
   CommOptions options;

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds Chorus with sanitizers and runs every *_test executable under them.
+#
+#   scripts/sanitize.sh asan   # AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
+#   scripts/sanitize.sh tsan   # ThreadSanitizer
+#   scripts/sanitize.sh all    # both, one after the other (never in parallel: 2 cores)
+#
+# Prints one line per binary ("PASS", "FAIL <why>") and a last line
+# "N passed, M failed" counting binaries; exits non-zero when anything failed.
+# A binary fails when it exits non-zero or when its output holds a sanitizer
+# report, so a report in a forked child (whose exit status the parent may
+# ignore) still counts. Full output of each binary is kept in
+# <build dir>/sanitize-logs/<name>.log.
+#
+# Environment:
+#   CHORUS_SANITIZE_BUILD_ROOT  prefix of the build dirs (default: build, giving
+#                               build-asan and build-tsan in the repository root)
+#   CHORUS_NINJA_JOBS           parallel compile jobs (default 2)
+#   CHORUS_SANITIZE_TIMEOUT_S   per-binary time limit (default 300)
+#   CHORUS_SANITIZE_FILTER      extended regex; only binaries whose path matches run
+#   CHORUS_SANITIZE_LARGE=1     also run large_count_test (2 GiB per rank; slow
+#                               and memory-hungry under sanitizers, skipped by default)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-all}
+case $mode in
+  asan | tsan | all) ;;
+  *)
+    echo "usage: $0 asan|tsan|all" >&2
+    exit 2
+    ;;
+esac
+
+build_root=${CHORUS_SANITIZE_BUILD_ROOT:-build}
+jobs=${CHORUS_NINJA_JOBS:-2}
+timeout_s=${CHORUS_SANITIZE_TIMEOUT_S:-300}
+filter=${CHORUS_SANITIZE_FILTER:-}
+passed=0
+failed=0
+
+# Lines that only a sanitizer prints; one of them in a log means a report.
+report_pattern='^(==[0-9]+==ERROR: |SUMMARY: (Address|Leak|Thread|UndefinedBehavior)Sanitizer|WARNING: ThreadSanitizer:)|runtime error: '
+
+configure_and_build() {
+  local dir=$1 sanitize=$2
+  if [ -f "$dir/meson-private/coredata.dat" ]; then
+    meson setup --reconfigure "$dir" -Db_sanitize="$sanitize" -Db_lundef=false \
+      -Dbuildtype=debugoptimized >/dev/null || return 1
+  else
+    meson setup "$dir" -Db_sanitize="$sanitize" -Db_lundef=false \
+      -Dbuildtype=debugoptimized >/dev/null || return 1
+  fi
+  ninja -C "$dir" -j "$jobs"
+}
+
+# Runs one binary with the sanitizer options already exported; updates the totals.
+run_one() {
+  local test=$1 logs=$2
+  local name log rc reports verdict start
+  name=$(basename "$test")
+  log="$logs/$name.log"
+  start=$SECONDS
+  timeout --kill-after=10 "$timeout_s" "$test" >"$log" 2>&1
+  rc=$?
+  reports=$(grep -cE "$report_pattern" "$log")
+  if [ "$rc" -eq 0 ] && [ "$reports" -eq 0 ]; then
+    verdict="PASS"
+    passed=$((passed + 1))
+  else
+    case $rc in
+      0) verdict="FAIL (exit 0)" ;;
+      124 | 137) verdict="FAIL (timed out after ${timeout_s} s)" ;;
+      *) verdict="FAIL (exit $rc)" ;;
+    esac
+    verdict="$verdict, $reports sanitizer report lines, see $log"
+    failed=$((failed + 1))
+  fi
+  printf '%-40s %s (%d s)\n' "$name" "$verdict" $((SECONDS - start))
+}
+
+run_suite() {
+  local kind=$1 dir=$2
+  local logs="$dir/sanitize-logs" test
+  rm -rf "$logs"
+  mkdir -p "$logs"
+  mapfile -t tests < <(find "$dir/tests" -name '*_test' -type f -executable | sort)
+  if [ "${#tests[@]}" -eq 0 ]; then
+    echo "$kind: no *_test executables under $dir/tests"
+    failed=$((failed + 1))
+    return
+  fi
+  for test in "${tests[@]}"; do
+    if [ -n "$filter" ] && ! [[ $test =~ $filter ]]; then continue; fi
+    if [[ $test == */large_count_test ]] && [ "${CHORUS_SANITIZE_LARGE:-0}" != 1 ]; then
+      printf '%-40s %s\n' "$(basename "$test")" "SKIPPED (set CHORUS_SANITIZE_LARGE=1)"
+      continue
+    fi
+    run_one "$test" "$logs"
+  done
+}
+
+run_asan() {
+  local dir="$build_root-asan"
+  echo "=== asan+ubsan build in $dir"
+  mkdir -p "$dir"
+  if ! configure_and_build "$dir" address,undefined >"$dir/sanitize-build.log" 2>&1; then
+    echo "asan: build failed, see $dir/sanitize-build.log"
+    failed=$((failed + 1))
+    return
+  fi
+  # abort_on_error=0 keeps the exit code meaningful; a forked child's report
+  # is caught by the log scan.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    GTEST_COLOR=no run_suite asan "$dir"
+}
+
+run_tsan() {
+  local dir="$build_root-tsan"
+  echo "=== tsan build in $dir"
+  mkdir -p "$dir"
+  if ! configure_and_build "$dir" thread >"$dir/sanitize-build.log" 2>&1; then
+    echo "tsan: build failed, see $dir/sanitize-build.log"
+    failed=$((failed + 1))
+    return
+  fi
+  # halt_on_error=0: see every race of a binary in one run; TSan still exits 66.
+  TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1 GTEST_COLOR=no run_suite tsan "$dir"
+}
+
+case $mode in
+  asan) run_asan ;;
+  tsan) run_tsan ;;
+  all)
+    run_asan
+    run_tsan
+    ;;
+esac
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ $((passed + failed)) -gt 0 ]
