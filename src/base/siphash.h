@@ -25,10 +25,20 @@ inline void StoreLe64(uint64_t v, uint8_t* p) {
 struct State {
   uint64_t v0, v1, v2, v3;
   void Round() {
-    v0 += v1; v1 = Rotl(v1, 13); v1 ^= v0; v0 = Rotl(v0, 32);
-    v2 += v3; v3 = Rotl(v3, 16); v3 ^= v2;
-    v0 += v3; v3 = Rotl(v3, 21); v3 ^= v0;
-    v2 += v1; v1 = Rotl(v1, 17); v1 ^= v2; v2 = Rotl(v2, 32);
+    v0 += v1;
+    v1 = Rotl(v1, 13);
+    v1 ^= v0;
+    v0 = Rotl(v0, 32);
+    v2 += v3;
+    v3 = Rotl(v3, 16);
+    v3 ^= v2;
+    v0 += v3;
+    v3 = Rotl(v3, 21);
+    v3 ^= v0;
+    v2 += v1;
+    v1 = Rotl(v1, 17);
+    v1 ^= v2;
+    v2 = Rotl(v2, 32);
   }
   void Compress(uint64_t m) {
     v3 ^= m;
@@ -47,8 +57,8 @@ struct State {
 // variant, which differs only in its initial v1 and finalisation markers.
 inline State Absorb(const uint8_t key[16], const void* data, size_t size, bool wide) {
   const uint64_t k0 = LoadLe64(key), k1 = LoadLe64(key + 8);
-  State s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL,
-          k0 ^ 0x6c7967656e657261ULL, k1 ^ 0x7465646279746573ULL};
+  State s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL, k0 ^ 0x6c7967656e657261ULL,
+          k1 ^ 0x7465646279746573ULL};
   if (wide) s.v1 ^= 0xee;
   const auto* in = static_cast<const uint8_t*>(data);
   const size_t full = size - size % 8;

@@ -31,8 +31,8 @@ Status ParseTable(const std::string& body, int nranks, std::vector<std::string>*
 
 }  // namespace
 
-Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::string& blob,
-                  Deadline deadline, std::vector<std::string>* blobs) {
+Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::string& blob, Deadline deadline,
+                  std::vector<std::string>* blobs) {
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     return InvalidArgument("rendezvous: rank ", rank, " is out of range for ", nranks, " ranks");
   }
@@ -42,8 +42,8 @@ Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::s
   SocketAddress root_address;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(id.root_address, &root_address));
   Socket root;
-  CHORUS_RETURN_IF_ERROR(Socket::Connect(root_address, deadline, &root)
-                             .WithContext(StrCat("rank ", rank, " joining the rendezvous")));
+  CHORUS_RETURN_IF_ERROR(
+      Socket::Connect(root_address, deadline, &root).WithContext(StrCat("rank ", rank, " joining the rendezvous")));
   root.set_peer_name(StrCat("rendezvous root ", id.root_address));
   Hello hello;
   hello.purpose = ConnectionPurpose::kRendezvous;
@@ -62,8 +62,10 @@ Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::s
   uint8_t reply[kReplyHeaderBytes];
   Status received = root.RecvAll(reply, sizeof(reply), deadline);
   if (received.code() == chorusTimeout) {
-    return TimeoutError("rank ", rank, " timed out waiting for the other ranks to join the "
-                        "rendezvous at ", id.root_address);
+    return TimeoutError("rank ", rank,
+                        " timed out waiting for the other ranks to join the "
+                        "rendezvous at ",
+                        id.root_address);
   }
   CHORUS_RETURN_IF_ERROR(received);
   const uint32_t code = GetU32(reply);
@@ -75,8 +77,7 @@ Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::s
   std::string body(body_bytes, '\0');
   CHORUS_RETURN_IF_ERROR(root.RecvAll(body.data(), body.size(), deadline));
   if (code != chorusSuccess) {
-    return Status(static_cast<chorusResult_t>(code), StrCat(root.peer_name(), " refused rank ",
-                                                            rank, ": ", body));
+    return Status(static_cast<chorusResult_t>(code), StrCat(root.peer_name(), " refused rank ", rank, ": ", body));
   }
   return ParseTable(body, nranks, blobs);
 }

@@ -38,8 +38,6 @@ inline uint64_t GetU64(const uint8_t* p) {
 }
 
 // Largest valid success body for `nranks` ranks (bounds what a rank allocates).
-inline uint64_t MaxTableBytes(int nranks) {
-  return static_cast<uint64_t>(nranks) * (4 + kMaxBlobBytes);
-}
+inline uint64_t MaxTableBytes(int nranks) { return static_cast<uint64_t>(nranks) * (4 + kMaxBlobBytes); }
 
 }  // namespace chorus::rendezvous

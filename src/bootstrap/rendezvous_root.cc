@@ -39,8 +39,8 @@ class RendezvousRoot {
   void Serve() {
     while (expected_ == 0 || answered_ + static_cast<int>(joined_.size()) < expected_) {
       if (deadline_.Expired()) {
-        Fail(TimeoutError("rendezvous root timed out: ", joined_.size(), " of ", expected_,
-                          " ranks joined", MissingRanks()));
+        Fail(TimeoutError("rendezvous root timed out: ", joined_.size(), " of ", expected_, " ranks joined",
+                          MissingRanks()));
         return;
       }
       Joiner joiner;
@@ -69,8 +69,7 @@ class RendezvousRoot {
     CHORUS_RETURN_IF_ERROR(listener_.Accept(deadline_, &socket));
     const Deadline quick = Sooner(deadline_, Deadline::AfterMs(kPerConnectionTimeoutMs));
     Hello hello;
-    CHORUS_RETURN_IF_ERROR(
-        AcceptHandshake(socket, secret_, ConnectionPurpose::kRendezvous, quick, &hello));
+    CHORUS_RETURN_IF_ERROR(AcceptHandshake(socket, secret_, ConnectionPurpose::kRendezvous, quick, &hello));
     uint8_t header[kRequestHeaderBytes];
     CHORUS_RETURN_IF_ERROR(socket.RecvAll(header, sizeof(header), quick));
     const uint32_t blob_bytes = GetU32(header + 12);
@@ -80,8 +79,8 @@ class RendezvousRoot {
     joiner->rank = static_cast<int32_t>(GetU32(header + 4));
     joiner->nranks = static_cast<int32_t>(GetU32(header + 8));
     if (hello.rank != joiner->rank) {
-      return InvalidUsage("rendezvous request from ", socket.peer_name(), " claims rank ",
-                          joiner->rank, " after a handshake as rank ", hello.rank);
+      return InvalidUsage("rendezvous request from ", socket.peer_name(), " claims rank ", joiner->rank,
+                          " after a handshake as rank ", hello.rank);
     }
     joiner->blob.resize(blob_bytes);
     CHORUS_RETURN_IF_ERROR(socket.RecvAll(joiner->blob.data(), blob_bytes, quick));
@@ -92,8 +91,7 @@ class RendezvousRoot {
 
   Status Validate(const Joiner& joiner) {
     if (joiner.nranks < 1 || joiner.rank < 0 || joiner.rank >= joiner.nranks) {
-      return InvalidArgument("rendezvous: rank ", joiner.rank, " is out of range for ",
-                             joiner.nranks, " ranks");
+      return InvalidArgument("rendezvous: rank ", joiner.rank, " is out of range for ", joiner.nranks, " ranks");
     }
     if (expected_ == 0) {
       expected_ = joiner.nranks;

@@ -18,8 +18,7 @@ constexpr size_t kSecretOffset = 8;
 constexpr size_t kAddressOffset = 24;
 constexpr size_t kChecksumOffset = 120;
 constexpr size_t kMaxAddressBytes = kChecksumOffset - kAddressOffset;
-constexpr uint8_t kChecksumKey[16] = {'c', 'h', 'o', 'r', 'u', 's', '-', 'u',
-                                      'n', 'i', 'q', 'u', 'e', '-', 'i', 'd'};
+constexpr uint8_t kChecksumKey[16] = {'c', 'h', 'o', 'r', 'u', 's', '-', 'u', 'n', 'i', 'q', 'u', 'e', '-', 'i', 'd'};
 static_assert(CHORUS_UNIQUE_ID_BYTES == kChecksumOffset + 8, "unique id layout");
 
 uint64_t Checksum(const uint8_t* bytes) { return SipHash64(kChecksumKey, bytes, kChecksumOffset); }
@@ -30,8 +29,7 @@ Status EncodeUniqueId(const UniqueIdContents& contents, chorusUniqueId* id) {
   if (id == nullptr) return InvalidArgument("unique id: null output");
   const std::string& address = contents.root_address;
   if (address.empty() || address.size() > kMaxAddressBytes) {
-    return InvalidArgument("unique id: root address '", address, "' must have 1 to ",
-                           kMaxAddressBytes, " characters");
+    return InvalidArgument("unique id: root address '", address, "' must have 1 to ", kMaxAddressBytes, " characters");
   }
   uint8_t bytes[CHORUS_UNIQUE_ID_BYTES] = {};
   std::memcpy(bytes, kMagic, sizeof(kMagic));
@@ -49,12 +47,13 @@ Status DecodeUniqueId(const chorusUniqueId& id, UniqueIdContents* contents) {
   uint8_t bytes[CHORUS_UNIQUE_ID_BYTES];
   std::memcpy(bytes, id.internal, sizeof(bytes));
   if (std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0) {
-    return InvalidArgument("not a Chorus unique id (bad magic): pass the id made by "
-                           "chorusGetUniqueId unchanged to every rank");
+    return InvalidArgument(
+        "not a Chorus unique id (bad magic): pass the id made by "
+        "chorusGetUniqueId unchanged to every rank");
   }
   if (bytes[4] != kVersion) {
-    return InvalidArgument("unique id has version ", int(bytes[4]), ", this library reads version ",
-                           int(kVersion), " (mixed Chorus versions?)");
+    return InvalidArgument("unique id has version ", int(bytes[4]), ", this library reads version ", int(kVersion),
+                           " (mixed Chorus versions?)");
   }
   uint64_t stored = 0;
   for (int i = 7; i >= 0; --i) stored = (stored << 8) | bytes[kChecksumOffset + i];

@@ -70,15 +70,15 @@ struct RankResult {
 };
 
 // Runs Rendezvous for each (rank, nranks) pair in its own thread.
-std::vector<RankResult> RunRanks(const UniqueIdContents& id,
-                                 const std::vector<std::pair<int, int>>& ranks, int timeout_ms) {
+std::vector<RankResult> RunRanks(const UniqueIdContents& id, const std::vector<std::pair<int, int>>& ranks,
+                                 int timeout_ms) {
   std::vector<RankResult> results(ranks.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < ranks.size(); ++i) {
     threads.emplace_back([&, i] {
       const auto [rank, nranks] = ranks[i];
-      results[i].status = Rendezvous(id, rank, nranks, "blob-of-" + std::to_string(rank),
-                                     Deadline::AfterMs(timeout_ms), &results[i].blobs);
+      results[i].status = Rendezvous(id, rank, nranks, "blob-of-" + std::to_string(rank), Deadline::AfterMs(timeout_ms),
+                                     &results[i].blobs);
     });
   }
   for (auto& thread : threads) thread.join();
@@ -120,8 +120,7 @@ TEST(RendezvousTest, CarriesEmptyAndLargestBlobs) {
   EXPECT_EQ(blobs0, (std::vector<std::string>{"", large}));
   EXPECT_EQ(blobs1, blobs0);
   std::vector<std::string> unused;
-  EXPECT_EQ(Rendezvous(id, 0, 2, large + "y", Deadline::AfterMs(100), &unused).code(),
-            chorusInvalidArgument);
+  EXPECT_EQ(Rendezvous(id, 0, 2, large + "y", Deadline::AfterMs(100), &unused).code(), chorusInvalidArgument);
 }
 
 TEST(RendezvousTest, DuplicateRankFailsEveryRank) {
@@ -130,8 +129,7 @@ TEST(RendezvousTest, DuplicateRankFailsEveryRank) {
   std::vector<RankResult> results = RunRanks(id, {{0, 3}, {1, 3}, {1, 3}}, 10000);
   for (const RankResult& result : results) {
     EXPECT_EQ(result.status.code(), chorusInvalidUsage);
-    EXPECT_NE(result.status.message().find("rank 1 joined twice"), std::string::npos)
-        << result.status.message();
+    EXPECT_NE(result.status.message().find("rank 1 joined twice"), std::string::npos) << result.status.message();
   }
 }
 

@@ -67,8 +67,8 @@ TEST(SocketAddressTest, SplitsHostAndPort) {
 TEST(SocketAddressTest, RejectsMalformedAddresses) {
   std::string host;
   uint16_t port = 0;
-  for (const char* bad : {"", "host", ":80", "host:", "host:65536", "host:8x", "::1:80",
-                          "[::1]80", "[::1", "[]:80", "host:-1"}) {
+  for (const char* bad :
+       {"", "host", ":80", "host:", "host:65536", "host:8x", "::1:80", "[::1]80", "[::1", "[]:80", "host:-1"}) {
     Status status = SplitHostPort(bad, &host, &port);
     EXPECT_EQ(status.code(), chorusInvalidArgument) << "'" << bad << "'";
   }
@@ -109,12 +109,9 @@ NetworkInterface FakeInterface(const char* name, const char* ip, bool up, bool l
 }
 
 std::vector<NetworkInterface> FakeHost() {
-  return {FakeInterface("lo", "127.0.0.1", true, true),
-          FakeInterface("docker0", "172.17.0.1", true, false),
-          FakeInterface("eth1", "10.0.1.2", false, false),
-          FakeInterface("eth0", "fe80::1", true, false),
-          FakeInterface("eth0", "10.0.0.2", true, false),
-          FakeInterface("eth2", "2001:db8::2", true, false),
+  return {FakeInterface("lo", "127.0.0.1", true, true),    FakeInterface("docker0", "172.17.0.1", true, false),
+          FakeInterface("eth1", "10.0.1.2", false, false), FakeInterface("eth0", "fe80::1", true, false),
+          FakeInterface("eth0", "10.0.0.2", true, false),  FakeInterface("eth2", "2001:db8::2", true, false),
           FakeInterface("ib0", "192.168.1.2", true, false)};
 }
 
@@ -140,8 +137,8 @@ TEST(InterfaceTest, ParsesFilterSyntax) {
 
 TEST(InterfaceTest, ChoosesLikeNccl) {
   const auto host = FakeHost();
-  EXPECT_EQ(Choose("", host), "eth0 10.0.0.2");  // up, IPv4, not loopback or docker
-  EXPECT_EQ(Choose("eth", host), "eth0 10.0.0.2");  // eth1 is down
+  EXPECT_EQ(Choose("", host), "eth0 10.0.0.2");        // up, IPv4, not loopback or docker
+  EXPECT_EQ(Choose("eth", host), "eth0 10.0.0.2");     // eth1 is down
   EXPECT_EQ(Choose("ib,eth", host), "eth0 10.0.0.2");  // first match in host order
   EXPECT_EQ(Choose("=eth0", host), "eth0 10.0.0.2");
   EXPECT_EQ(Choose("^lo,docker,eth", host), "ib0 192.168.1.2");

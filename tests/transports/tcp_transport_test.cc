@@ -39,9 +39,8 @@ std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, int nsocks) {
   std::vector<Status> results(nranks);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < nranks; ++rank) {
-    threads.emplace_back([&, rank] {
-      results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
-    });
+    threads.emplace_back(
+        [&, rank] { results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs)); });
   }
   for (auto& thread : threads) thread.join();
   for (const Status& status : results) {
@@ -52,8 +51,7 @@ std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, int nsocks) {
 }
 
 // Drives Progress until every request is done.
-Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests,
-               int timeout_ms = kTestTimeoutMs) {
+Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests, int timeout_ms = kTestTimeoutMs) {
   const Deadline deadline = Deadline::AfterMs(timeout_ms);
   while (true) {
     bool all_done = true;
@@ -133,8 +131,8 @@ TEST_P(TcpExchangeTest, SmallAndMediumMessagesArriveIntact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TcpExchangeTest,
-                         ::testing::Values(MeshShape{2, 1}, MeshShape{2, 4}, MeshShape{3, 2},
-                                           MeshShape{4, 1}, MeshShape{4, 4}),
+                         ::testing::Values(MeshShape{2, 1}, MeshShape{2, 4}, MeshShape{3, 2}, MeshShape{4, 1},
+                                           MeshShape{4, 4}),
                          [](const auto& info) {
                            return StrCat(info.param.nranks, "ranks_", info.param.nsocks, "socks");
                          });
@@ -196,18 +194,15 @@ Status MismatchSeenByReceiver(uint64_t recv_tag, size_t recv_bytes) {
 TEST(TcpTransportTest, TagMismatchIsAnInternalErrorNamingThePeer) {
   Status status = MismatchSeenByReceiver(6, 8);
   EXPECT_EQ(status.code(), chorusInternalError);
-  EXPECT_NE(status.message().find("message mismatch with peer 0 (127.0.0.1:"), std::string::npos)
-      << status.message();
-  EXPECT_NE(status.message().find("expected tag 6 with 8 bytes, received tag 5 with 8 bytes"),
-            std::string::npos)
+  EXPECT_NE(status.message().find("message mismatch with peer 0 (127.0.0.1:"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("expected tag 6 with 8 bytes, received tag 5 with 8 bytes"), std::string::npos)
       << status.message();
 }
 
 TEST(TcpTransportTest, LengthMismatchIsAnInternalError) {
   Status status = MismatchSeenByReceiver(5, 16);
   EXPECT_EQ(status.code(), chorusInternalError);
-  EXPECT_NE(status.message().find("expected tag 5 with 16 bytes, received tag 5 with 8 bytes"),
-            std::string::npos)
+  EXPECT_NE(status.message().find("expected tag 5 with 16 bytes, received tag 5 with 8 bytes"), std::string::npos)
       << status.message();
 }
 
@@ -253,11 +248,9 @@ TEST(TcpTransportTest, ConnectDeadlineGivesTimeout) {
   std::unique_ptr<Transport> silent;  // rank 1 exists but never connects
   ASSERT_TRUE(CreateTcpTransport(Options(1, 2, 2), &silent).ok());
   const auto start = std::chrono::steady_clock::now();
-  Status status = lonely->Connect({lonely->LocalAddress(), silent->LocalAddress()},
-                                  Deadline::AfterMs(200));
+  Status status = lonely->Connect({lonely->LocalAddress(), silent->LocalAddress()}, Deadline::AfterMs(200));
   EXPECT_EQ(status.code(), chorusTimeout);
-  EXPECT_NE(status.message().find("rank 1 lane 0, rank 1 lane 1"), std::string::npos)
-      << status.message();
+  EXPECT_NE(status.message().find("rank 1 lane 0, rank 1 lane 1"), std::string::npos) << status.message();
   // Rank 1 connects down to rank 0, which never accepts; it times out too.
   status = silent->Connect({lonely->LocalAddress(), silent->LocalAddress()}, Deadline::AfterMs(200));
   EXPECT_EQ(status.code(), chorusTimeout) << status.message();
@@ -268,8 +261,7 @@ TEST(TcpTransportTest, UnauthenticatedConnectionIsDroppedWithoutBlockingOthers) 
   std::vector<std::unique_ptr<Transport>> transports(2);
   ASSERT_TRUE(CreateTcpTransport(Options(0, 2, 1), &transports[0]).ok());
   ASSERT_TRUE(CreateTcpTransport(Options(1, 2, 1), &transports[1]).ok());
-  const std::vector<std::string> addresses = {transports[0]->LocalAddress(),
-                                              transports[1]->LocalAddress()};
+  const std::vector<std::string> addresses = {transports[0]->LocalAddress(), transports[1]->LocalAddress()};
   // The intruder's connection is queued at rank 0 before rank 1's.
   Status intruder_status;
   std::atomic<bool> intruder_connected{false};
@@ -320,8 +312,7 @@ TEST(TcpTransportTest, RejectsBadArguments) {
   EXPECT_EQ(CreateTcpTransport(bad_interface, &transport).code(), chorusInvalidArgument);
   ASSERT_TRUE(CreateTcpTransport(Options(0, 2, 1), &transport).ok());
   EXPECT_EQ(transport->endpoint(1), nullptr);  // not connected yet
-  EXPECT_EQ(transport->Connect({"127.0.0.1:1"}, Deadline::AfterMs(10)).code(),
-            chorusInvalidArgument);
+  EXPECT_EQ(transport->Connect({"127.0.0.1:1"}, Deadline::AfterMs(10)).code(), chorusInvalidArgument);
   EXPECT_STREQ(transport->name(), "tcp");
 }
 

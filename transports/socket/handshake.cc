@@ -1,5 +1,7 @@
 #include "transports/socket/handshake.h"
 
+#include "base/log.h"
+
 #include <cstdio>
 #include <cstring>
 
@@ -14,8 +16,12 @@ constexpr size_t kNonceBytes = 16;
 constexpr size_t kMacBytes = 16;
 constexpr size_t kHelloBytes = 16;
 
-void PutU32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i)); }
-void PutU16(uint8_t* p, uint16_t v) { for (int i = 0; i < 2; ++i) p[i] = uint8_t(v >> (8 * i)); }
+void PutU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+void PutU16(uint8_t* p, uint16_t v) {
+  for (int i = 0; i < 2; ++i) p[i] = uint8_t(v >> (8 * i));
+}
 uint32_t GetU32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24; }
 uint16_t GetU16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 
@@ -28,8 +34,8 @@ void EncodeHello(const Hello& hello, uint8_t out[kHelloBytes]) {
   PutU32(out + 12, static_cast<uint32_t>(hello.lane));
 }
 
-void Mac(const uint8_t secret[kSecretBytes], char label, const uint8_t* first_nonce,
-         const uint8_t* hello, const uint8_t* second_nonce, uint8_t out[kMacBytes]) {
+void Mac(const uint8_t secret[kSecretBytes], char label, const uint8_t* first_nonce, const uint8_t* hello,
+         const uint8_t* second_nonce, uint8_t out[kMacBytes]) {
   uint8_t message[1 + kNonceBytes + kHelloBytes + kNonceBytes];
   message[0] = static_cast<uint8_t>(label);
   std::memcpy(message + 1, first_nonce, kNonceBytes);
@@ -47,8 +53,8 @@ bool MacsEqual(const uint8_t* a, const uint8_t* b) {
 
 }  // namespace
 
-Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes],
-                       ConnectionPurpose expected, Deadline deadline, Hello* hello) {
+Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes], ConnectionPurpose expected,
+                       Deadline deadline, Hello* hello) {
   uint8_t nonce_a[kNonceBytes];
   CHORUS_RETURN_IF_ERROR(FillRandom(nonce_a, sizeof(nonce_a)));
   CHORUS_RETURN_IF_ERROR(socket.SendAll(nonce_a, sizeof(nonce_a), deadline));
@@ -65,13 +71,13 @@ Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes],
   }
   // Authenticated: the hello may now be trusted to be well-formed Chorus.
   if (GetU32(hello_bytes) != kHelloMagic || GetU16(hello_bytes + 4) != kProtocolVersion) {
-    return InvalidUsage("connection from ", socket.peer_name(), " speaks protocol version ",
-                        GetU16(hello_bytes + 4), ", expected ", kProtocolVersion);
+    return InvalidUsage("connection from ", socket.peer_name(), " speaks protocol version ", GetU16(hello_bytes + 4),
+                        ", expected ", kProtocolVersion);
   }
   const auto purpose = static_cast<ConnectionPurpose>(GetU16(hello_bytes + 6));
   if (purpose != expected) {
-    return InvalidUsage("connection from ", socket.peer_name(), " has purpose ",
-                        static_cast<int>(purpose), ", expected ", static_cast<int>(expected));
+    return InvalidUsage("connection from ", socket.peer_name(), " has purpose ", static_cast<int>(purpose),
+                        ", expected ", static_cast<int>(expected));
   }
   hello->purpose = purpose;
   hello->rank = static_cast<int32_t>(GetU32(hello_bytes + 8));
@@ -97,22 +103,21 @@ Status ConnectHandshake(const Socket& socket, const uint8_t secret[kSecretBytes]
   uint8_t answer[kMacBytes];
   Status received = socket.RecvAll(answer, sizeof(answer), deadline);
   if (received.code() == chorusRemoteError) {
-    return RemoteError(socket.peer_name(),
-                       " dropped the connection during the handshake (wrong secret?)");
+    return RemoteError(socket.peer_name(), " dropped the connection during the handshake (wrong secret?)");
   }
   CHORUS_RETURN_IF_ERROR(received);
   uint8_t expected[kMacBytes];
   Mac(secret, 'A', nonce_c, hello_bytes, nonce_a, expected);
   if (!MacsEqual(expected, answer)) {
-    return InvalidUsage(socket.peer_name(), " failed authentication (it does not know the "
+    return InvalidUsage(socket.peer_name(),
+                        " failed authentication (it does not know the "
                         "communicator secret)");
   }
   return Status::Ok();
 }
 
 void WarnDroppedConnection(const std::string& where, const Status& why) {
-  std::fprintf(stderr, "chorus WARN %s: dropped a connection: %s\n", where.c_str(),
-               why.message().c_str());
+  CHORUS_WARN("NET", where, ": dropped a connection: ", why.message());
 }
 
 }  // namespace chorus

@@ -35,8 +35,8 @@ constexpr size_t kSecretBytes = 16;
 
 // Acceptor side. Fails (the caller drops the connection) on a wrong MAC, a
 // foreign protocol, or a purpose other than `expected`.
-Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes],
-                       ConnectionPurpose expected, Deadline deadline, Hello* hello);
+Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes], ConnectionPurpose expected,
+                       Deadline deadline, Hello* hello);
 
 // Connector side. Fails if the acceptor drops us (it thinks our secret is
 // wrong) or cannot prove the secret itself.

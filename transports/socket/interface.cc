@@ -19,12 +19,11 @@ bool IsUsableAddress(const SocketAddress& address) {
 
 // First match in list order, IPv4 before IPv6.
 template <typename Predicate>
-const NetworkInterface* FirstMatch(const std::vector<NetworkInterface>& interfaces,
-                                   Predicate accept) {
+const NetworkInterface* FirstMatch(const std::vector<NetworkInterface>& interfaces, Predicate accept) {
   for (int family : {AF_INET, AF_INET6}) {
     for (const NetworkInterface& candidate : interfaces) {
-      if (candidate.up && candidate.address.family() == family &&
-          IsUsableAddress(candidate.address) && accept(candidate)) {
+      if (candidate.up && candidate.address.family() == family && IsUsableAddress(candidate.address) &&
+          accept(candidate)) {
         return &candidate;
       }
     }
@@ -37,8 +36,14 @@ const NetworkInterface* FirstMatch(const std::vector<NetworkInterface>& interfac
 InterfaceFilter InterfaceFilter::Parse(const std::string& spec) {
   InterfaceFilter filter;
   size_t at = 0;
-  if (at < spec.size() && spec[at] == '^') { filter.exclude = true; ++at; }
-  if (at < spec.size() && spec[at] == '=') { filter.exact = true; ++at; }
+  if (at < spec.size() && spec[at] == '^') {
+    filter.exclude = true;
+    ++at;
+  }
+  if (at < spec.size() && spec[at] == '=') {
+    filter.exact = true;
+    ++at;
+  }
   while (at <= spec.size()) {
     size_t comma = spec.find(',', at);
     if (comma == std::string::npos) comma = spec.size();
@@ -68,22 +73,19 @@ Status ChooseInterface(const std::string& spec, const std::vector<NetworkInterfa
       return !i.loopback && i.address.family() == AF_INET && i.name.rfind("docker", 0) != 0;
     });
     if (match == nullptr) {
-      match = FirstMatch(interfaces, [](const NetworkInterface& i) {
-        return !i.loopback && i.address.family() == AF_INET;
-      });
+      match = FirstMatch(interfaces,
+                         [](const NetworkInterface& i) { return !i.loopback && i.address.family() == AF_INET; });
     }
     if (match == nullptr) {
       match = FirstMatch(interfaces, [](const NetworkInterface& i) { return i.loopback; });
     }
   } else {
-    match = FirstMatch(interfaces,
-                       [&filter](const NetworkInterface& i) { return filter.Matches(i.name); });
+    match = FirstMatch(interfaces, [&filter](const NetworkInterface& i) { return filter.Matches(i.name); });
   }
   if (match == nullptr) {
     std::string available;
     for (const NetworkInterface& i : interfaces) {
-      available += StrCat(available.empty() ? "" : ", ", i.name, "=", i.address.HostString(),
-                          i.up ? "" : " (down)");
+      available += StrCat(available.empty() ? "" : ", ", i.name, "=", i.address.HostString(), i.up ? "" : " (down)");
     }
     return InvalidArgument("no network interface matches CHORUS_SOCKET_IFNAME='", spec,
                            "' (available: ", available.empty() ? "none" : available, ")");

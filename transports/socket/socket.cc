@@ -19,8 +19,8 @@ namespace {
 constexpr int kPollSliceMs = 1000;
 
 bool IsRetryableConnectError(int err) {
-  return err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNABORTED || err == EAGAIN ||
-         err == ECONNRESET || err == EHOSTUNREACH || err == ENETUNREACH;
+  return err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNABORTED || err == EAGAIN || err == ECONNRESET ||
+         err == EHOSTUNREACH || err == ENETUNREACH;
 }
 
 Status NewSocket(int family, int* fd) {
@@ -48,10 +48,7 @@ int TryConnect(int fd, const SocketAddress& address, Deadline deadline) {
 
 }  // namespace
 
-Socket::Socket(Socket&& other) noexcept
-    : fd_(other.fd_), peer_name_(std::move(other.peer_name_)) {
-  other.fd_ = -1;
-}
+Socket::Socket(Socket&& other) noexcept : fd_(other.fd_), peer_name_(std::move(other.peer_name_)) { other.fd_ = -1; }
 
 Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
@@ -108,8 +105,8 @@ Status Socket::Connect(const SocketAddress& address, Deadline deadline, Socket* 
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(backoff_ms, deadline.RemainingMs())));
     backoff_ms = std::min(backoff_ms * 2, 100);
   }
-  return TimeoutError("could not connect to ", address.ToString(), " before the deadline (last error: ",
-                      ErrnoError(last_error, "connect").message(), ")");
+  return TimeoutError("could not connect to ", address.ToString(),
+                      " before the deadline (last error: ", ErrnoError(last_error, "connect").message(), ")");
 }
 
 Status Socket::Accept(Deadline deadline, Socket* accepted) const {

@@ -26,8 +26,7 @@ std::string SocketAddress::HostString() const {
   if (family() == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text, sizeof(text));
   } else if (family() == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, text,
-              sizeof(text));
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, text, sizeof(text));
   } else {
     return StrCat("<unknown family ", family(), ">");
   }
@@ -80,13 +79,15 @@ Status ParseSocketAddress(const std::string& text, SocketAddress* address) {
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0) {
-    return InvalidArgument("cannot resolve host '", host, "' of address '", text,
-                           "': ", gai_strerror(rc));
+    return InvalidArgument("cannot resolve host '", host, "' of address '", text, "': ", gai_strerror(rc));
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(found, freeaddrinfo);
   const addrinfo* chosen = nullptr;
   for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    if (a->ai_family == AF_INET) { chosen = a; break; }
+    if (a->ai_family == AF_INET) {
+      chosen = a;
+      break;
+    }
     if (a->ai_family == AF_INET6 && chosen == nullptr) chosen = a;
   }
   if (chosen == nullptr) return InvalidArgument("no IPv4/IPv6 address for host '", host, "'");

@@ -59,8 +59,7 @@ Status TcpLane::ProgressSends(bool* progressed) {
     iovec parts[2];
     int count = 0;
     if (request->progress < kHeader) {
-      parts[count++] = {reinterpret_cast<char*>(&send_header_) + request->progress,
-                        kHeader - request->progress};
+      parts[count++] = {reinterpret_cast<char*>(&send_header_) + request->progress, kHeader - request->progress};
       if (request->bytes > 0) parts[count++] = {request->buffer, request->bytes};
     } else {
       const size_t done = request->progress - kHeader;
@@ -87,13 +86,12 @@ Status TcpLane::ProgressSends(bool* progressed) {
 
 Status TcpLane::CheckHeader(const TransferRequest& request) const {
   if (recv_header_.magic != kWireMagic) {
-    return InternalError("bad message header from ", peer_label_, " (magic 0x", std::hex,
-                         recv_header_.magic, "): the stream is corrupt");
+    return InternalError("bad message header from ", peer_label_, " (magic 0x", std::hex, recv_header_.magic,
+                         "): the stream is corrupt");
   }
   if (recv_header_.tag != request.tag || recv_header_.bytes != request.bytes) {
-    return InternalError("message mismatch with ", peer_label_, ": expected tag ", request.tag,
-                         " with ", request.bytes, " bytes, received tag ", recv_header_.tag,
-                         " with ", recv_header_.bytes,
+    return InternalError("message mismatch with ", peer_label_, ": expected tag ", request.tag, " with ", request.bytes,
+                         " bytes, received tag ", recv_header_.tag, " with ", recv_header_.bytes,
                          " bytes (did the ranks call different operations?)");
   }
   return Status::Ok();

@@ -15,14 +15,14 @@ constexpr int kAcceptSliceMs = 100;
 
 Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
 
-Status ConnectLanes(const TransportOptions& options, int peer, const std::string& address,
-                    Deadline deadline, std::vector<Socket>* lanes) {
+Status ConnectLanes(const TransportOptions& options, int peer, const std::string& address, Deadline deadline,
+                    std::vector<Socket>* lanes) {
   SocketAddress target;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target).WithContext(TcpPeerLabel(peer, address)));
   for (int lane = 0; lane < options.nsocks; ++lane) {
     Socket socket;
-    CHORUS_RETURN_IF_ERROR(Socket::Connect(target, deadline, &socket)
-                               .WithContext(StrCat("connecting to ", TcpPeerLabel(peer, address))));
+    CHORUS_RETURN_IF_ERROR(
+        Socket::Connect(target, deadline, &socket).WithContext(StrCat("connecting to ", TcpPeerLabel(peer, address))));
     socket.set_peer_name(TcpPeerLabel(peer, address));
     Hello hello;
     hello.purpose = ConnectionPurpose::kTcpLane;
@@ -53,22 +53,22 @@ Status AcceptLanes(const TransportOptions& options, const Socket& listener, Dead
   while (expected > 0) {
     if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
     if (deadline.Expired()) {
-      return TimeoutError("TCP transport: rank ", options.rank,
-                          " timed out waiting for connections from ",
+      return TimeoutError("TCP transport: rank ", options.rank, " timed out waiting for connections from ",
                           MissingLanes(*lanes, options.rank + 1));
     }
     Socket socket;
     Status accepted = listener.Accept(Sooner(deadline, Deadline::AfterMs(kAcceptSliceMs)), &socket);
     if (accepted.code() == chorusTimeout) continue;
+    // Shutdown() makes a blocked accept fail; report that, not the errno.
+    if (!accepted.ok() && cancelled.load()) continue;
     CHORUS_RETURN_IF_ERROR(accepted);
     Hello hello;
     Status verified = AcceptHandshake(socket, options.secret, ConnectionPurpose::kTcpLane,
                                       Sooner(deadline, Deadline::AfterMs(kHandshakeTimeoutMs)), &hello);
-    if (verified.ok() &&
-        (hello.rank <= options.rank || hello.rank >= options.nranks || hello.lane < 0 ||
-         hello.lane >= options.nsocks || (*lanes)[hello.rank][hello.lane].valid())) {
-      verified = InvalidUsage("unexpected connection claiming rank ", hello.rank, " lane ",
-                              hello.lane, " from ", socket.peer_name());
+    if (verified.ok() && (hello.rank <= options.rank || hello.rank >= options.nranks || hello.lane < 0 ||
+                          hello.lane >= options.nsocks || (*lanes)[hello.rank][hello.lane].valid())) {
+      verified = InvalidUsage("unexpected connection claiming rank ", hello.rank, " lane ", hello.lane, " from ",
+                              socket.peer_name());
     }
     if (!verified.ok()) {
       WarnDroppedConnection(StrCat("TCP transport rank ", options.rank), verified);
@@ -83,14 +83,11 @@ Status AcceptLanes(const TransportOptions& options, const Socket& listener, Dead
 
 }  // namespace
 
-std::string TcpPeerLabel(int peer, const std::string& address) {
-  return StrCat("peer ", peer, " (", address, ")");
-}
+std::string TcpPeerLabel(int peer, const std::string& address) { return StrCat("peer ", peer, " (", address, ")"); }
 
 Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
                         const std::vector<std::string>& addresses, Deadline deadline,
-                        const std::atomic<bool>& cancelled,
-                        std::vector<std::vector<Socket>>* lanes) {
+                        const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes) {
   lanes->clear();
   lanes->resize(options.nranks);
   for (auto& peer_lanes : *lanes) peer_lanes.resize(options.nsocks);

@@ -20,8 +20,7 @@ namespace chorus {
 // Returns early with chorusInvalidUsage once `*cancelled` becomes true.
 Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
                         const std::vector<std::string>& addresses, Deadline deadline,
-                        const std::atomic<bool>& cancelled,
-                        std::vector<std::vector<Socket>>* lanes);
+                        const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes);
 
 // "peer 3 (10.0.0.4:5000)": how every error names a TCP peer.
 std::string TcpPeerLabel(int peer, const std::string& address);

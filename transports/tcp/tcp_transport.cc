@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 
 #include "transports/socket/interface.h"
 #include "transports/tcp/tcp_mesh.h"
@@ -34,8 +33,7 @@ struct TcpTransport::Peer {
 
 Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport) {
   if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
-    return InvalidArgument("TCP transport: rank ", options.rank, " out of range for ",
-                           options.nranks, " ranks");
+    return InvalidArgument("TCP transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");
   }
   if (options.nsocks < 1 || options.nsocks > 64) {
     return InvalidArgument("TCP transport: nsocks must be in [1, 64], got ", options.nsocks);
@@ -74,12 +72,10 @@ Status TcpTransport::Listen() {
 Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
   if (connected_) return InvalidUsage("TCP transport: Connect called twice");
   if (static_cast<int>(addresses.size()) != options_.nranks) {
-    return InvalidArgument("TCP transport: ", addresses.size(), " addresses for ", options_.nranks,
-                           " ranks");
+    return InvalidArgument("TCP transport: ", addresses.size(), " addresses for ", options_.nranks, " ranks");
   }
   std::vector<std::vector<Socket>> sockets;
-  CHORUS_RETURN_IF_ERROR(
-      EstablishTcpMesh(options_, listener_, addresses, deadline, shut_down_, &sockets));
+  CHORUS_RETURN_IF_ERROR(EstablishTcpMesh(options_, listener_, addresses, deadline, shut_down_, &sockets));
 
   std::lock_guard<std::mutex> lock(shutdown_mutex_);
   if (shut_down_.load()) return InvalidUsage("TCP transport shut down while connecting");
@@ -88,7 +84,6 @@ Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline
     if (rank == options_.rank) continue;
     auto peer = std::make_unique<Peer>(this, rank);
     for (Socket& socket : sockets[rank]) {
-      if (getenv("SOCKBUF")) (void)socket.SetBufferSizes(atoi(getenv("SOCKBUF")));
       auto lane = std::make_unique<TcpLane>(std::move(socket), TcpPeerLabel(rank, addresses[rank]));
       epoll_event event = {};
       // Edge-triggered: readiness is remembered by the lane, so an idle lane

@@ -51,12 +51,12 @@ class TcpTransport : public Transport {
   TransportOptions options_;
   Socket listener_;
   std::string local_address_;
-  Socket epoll_;     // not a socket, but the same close-on-destroy ownership
-  Socket wakeup_;    // eventfd
+  Socket epoll_;                              // not a socket, but the same close-on-destroy ownership
+  Socket wakeup_;                             // eventfd
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self
   std::vector<TcpLane*> lanes_;               // every lane, for the progress sweep
   bool connected_ = false;
-  Status error_;     // first failure; returned by every later call
+  Status error_;               // first failure; returned by every later call
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the lanes
   std::atomic<bool> shut_down_{false};
 };
