@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,11 @@ Status DecodeUniqueId(const chorusUniqueId& id, UniqueIdContents* contents);
 Status StartRendezvousRoot(const std::string& ifname, int timeout_ms, UniqueIdContents* contents);
 
 // As above but listening on a given "host:port" with a given secret
-// (chorusCommInitFromEnv on rank 0).
-Status StartRendezvousRootAt(const UniqueIdContents& contents, int timeout_ms);
+// (chorusCommInitFromEnv on rank 0). If `finished` is given it becomes ready
+// when the root has answered every rank (or timed out), so that the process
+// hosting the root can stay until the others have heard a failure.
+Status StartRendezvousRootAt(const UniqueIdContents& contents, int timeout_ms,
+                             std::shared_future<void>* finished = nullptr);
 
 // Collective over the `nranks` ranks of one id: connects to the root,
 // proves the secret, sends (rank, nranks, blob) and receives every rank's

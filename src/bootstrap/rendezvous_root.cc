@@ -4,6 +4,7 @@
 // every rank that has joined or joins later, so nobody waits for a table
 // that will never come.
 #include <cstring>
+#include <future>
 #include <memory>
 #include <system_error>
 #include <thread>
@@ -36,7 +37,16 @@ class RendezvousRoot {
     std::memcpy(secret_, secret, sizeof(secret_));
   }
 
+  // Serves the rendezvous; `finished` is set when the root is done with it.
   void Serve() {
+    ServeUntilDone();
+    finished_.set_value();
+  }
+
+  std::shared_future<void> finished() { return finished_.get_future().share(); }
+
+ private:
+  void ServeUntilDone() {
     while (expected_ == 0 || answered_ + static_cast<int>(joined_.size()) < expected_) {
       if (deadline_.Expired()) {
         Fail(TimeoutError("rendezvous root timed out: ", joined_.size(), " of ", expected_, " ranks joined",
@@ -62,7 +72,6 @@ class RendezvousRoot {
     if (failure_.ok()) SendTable();
   }
 
- private:
   // Accepts one connection, authenticates it and reads its request.
   Status Admit(Joiner* joiner) {
     Socket socket;
@@ -160,10 +169,13 @@ class RendezvousRoot {
   std::vector<bool> seen_;
   std::vector<Joiner> joined_;
   Status failure_;
+  std::promise<void> finished_;
 };
 
-Status StartServing(Socket listener, const uint8_t secret[16], int timeout_ms) {
+Status StartServing(Socket listener, const uint8_t secret[16], int timeout_ms,
+                    std::shared_future<void>* finished) {
   auto root = std::make_shared<RendezvousRoot>(std::move(listener), secret, timeout_ms);
+  if (finished != nullptr) *finished = root->finished();
   try {
     std::thread([root] { root->Serve(); }).detach();
   } catch (const std::system_error& error) {
@@ -183,10 +195,10 @@ Status StartRendezvousRoot(const std::string& ifname, int timeout_ms, UniqueIdCo
   CHORUS_RETURN_IF_ERROR(listener.LocalAddress(&bound));
   CHORUS_RETURN_IF_ERROR(FillRandom(contents->secret, sizeof(contents->secret)));
   contents->root_address = bound.ToString();
-  return StartServing(std::move(listener), contents->secret, timeout_ms);
+  return StartServing(std::move(listener), contents->secret, timeout_ms, nullptr);
 }
 
-Status StartRendezvousRootAt(const UniqueIdContents& contents, int timeout_ms) {
+Status StartRendezvousRootAt(const UniqueIdContents& contents, int timeout_ms, std::shared_future<void>* finished) {
   SocketAddress address;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(contents.root_address, &address));
   // Listen on every interface at that port: a MASTER_ADDR host name may
@@ -197,7 +209,7 @@ Status StartRendezvousRootAt(const UniqueIdContents& contents, int timeout_ms) {
   any.set_port(address.port());
   Socket listener;
   CHORUS_RETURN_IF_ERROR(Socket::Listen(any, &listener));
-  return StartServing(std::move(listener), contents.secret, timeout_ms);
+  return StartServing(std::move(listener), contents.secret, timeout_ms, finished);
 }
 
 }  // namespace chorus

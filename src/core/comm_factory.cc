@@ -140,8 +140,16 @@ Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<c
   if (nranks < 1) return InvalidArgument("nranks ", nranks, " from ", source, " must be at least 1");
   if (rank < 0 || rank >= nranks) return InvalidArgument("rank ", rank, " from ", source, " is out of range");
   CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " from ", source, ", rendezvous at ", contents.root_address);
-  if (rank == 0) CHORUS_RETURN_IF_ERROR(StartRendezvousRootAt(contents, options.timeout_ms));
-  return CreateCommWithOptions(contents, nranks, rank, options, out);
+  std::shared_future<void> root_finished;
+  if (rank == 0) CHORUS_RETURN_IF_ERROR(StartRendezvousRootAt(contents, options.timeout_ms, &root_finished));
+  Status status = CreateCommWithOptions(contents, nranks, rank, options, out);
+  if (!status.ok() && root_finished.valid()) {
+    // This process hosts the root: stay until it has told every rank why the
+    // rendezvous failed (bounded by its own timeout), so they need not wait
+    // for their deadline after we exit.
+    root_finished.wait_for(std::chrono::milliseconds(options.timeout_ms));
+  }
+  return status;
 }
 
 namespace {
