@@ -19,6 +19,9 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "Interfaces for traffic: prefixes (eth,ib), ^ to exclude (^lo,docker), = for exact (=eth0). "
        "Empty: first non-loopback interface that is up, else loopback."},
       {"CHORUS_CHUNK_BYTES", "bytes", "512K", "Pipeline chunk size of the schedule executor (same on all ranks)."},
+      {"CHORUS_KERNELS", "string", "auto",
+       "CPU reduction kernels: auto (best the CPU supports), avx512, avx2 or portable. "
+       "An ISA the CPU lacks falls back to the best available."},
       {"CHORUS_ALGO", "string", "", "Force algorithms: ring, tree, or per collective 'allreduce:tree;broadcast:ring'."},
       {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
       {"CHORUS_SECRET", "hex128", "",

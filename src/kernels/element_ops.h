@@ -4,13 +4,17 @@
 // there is no signed-overflow UB); 8-bit values are widened to uint32_t first
 // because uint8_t * uint8_t would promote to (signed) int.
 //
-// Floats: Max is `a > b ? a : b` and Min is `a < b ? a : b`, the semantics of
+// Floats: Sum and Prod pin the NaN they return when both operands are NaN
+// (see FirstNanWins), so that every kernel table gives the same bits.
+// Max is `a > b ? a : b` and Min is `a < b ? a : b`, the semantics of
 // x86 maxps/minps, so the loops vectorise to one instruction. NaN therefore
 // propagates only from the second operand: Max(NaN, 1) == 1 but
 // Max(1, NaN) == NaN. -0.0 and +0.0 compare equal, so the second is returned.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace chorus::kernels {
@@ -37,14 +41,33 @@ inline T WrappingMul(T a, T b) {
   }
 }
 
+// x86 returns the first operand's NaN (quieted) when both operands of + or *
+// are NaN, but compilers treat + and * as commutative and may swap them, so
+// which payload survives would depend on code generation. Returning a's NaN
+// whenever a is NaN pins it; the SIMD kernels do the same with one blend.
+template <typename T>
+inline T FirstNanWins(T a, T result) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using Bits = std::conditional_t<sizeof(T) == sizeof(uint32_t), uint32_t, uint64_t>;
+    Bits bits;
+    std::memcpy(&bits, &a, sizeof(bits));
+    bits |= Bits{1} << (std::numeric_limits<T>::digits - 2);  // the quiet bit
+    T quiet_a;
+    std::memcpy(&quiet_a, &bits, sizeof(quiet_a));
+    return a != a ? quiet_a : result;
+  } else {
+    return result;
+  }
+}
+
 struct SumOp {
   template <typename T>
-  static T Apply(T a, T b) { return WrappingAdd(a, b); }
+  static T Apply(T a, T b) { return FirstNanWins(a, WrappingAdd(a, b)); }
 };
 
 struct ProdOp {
   template <typename T>
-  static T Apply(T a, T b) { return WrappingMul(a, b); }
+  static T Apply(T a, T b) { return FirstNanWins(a, WrappingMul(a, b)); }
 };
 
 struct MaxOp {

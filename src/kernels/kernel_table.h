@@ -1,7 +1,8 @@
 // A table of kernel function pointers per (dtype, op), built once. The
-// portable table holds plain C++ loops the compiler auto-vectorises; CPU
-// specific tables (AVX2, AVX-512, F16C) can later replace entries of it, and
-// ActiveKernels() picks the best table for this machine once.
+// portable table holds plain C++ loops the compiler auto-vectorises; the x86
+// tables (AVX2 + F16C + FMA, AVX-512 F/BW/VL/DQ) start as copies of it and
+// replace the entries they vectorise. ActiveKernels() picks the best table
+// this CPU supports, once. Every table gives bit-identical results.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +30,15 @@ struct KernelTable {
 // Plain C++ loops; correct everywhere.
 const KernelTable& PortableKernels();
 
-// The table used by ReduceKernel & co.: chosen once, immutable afterwards.
+// Instruction sets with a kernel table, from least to most capable.
+enum class KernelIsa { kPortable, kAvx2, kAvx512 };
+
+// The table for `isa`, or nullptr when this CPU or this build lacks it; lets
+// tests and benchmarks compare every table this machine can run.
+const KernelTable* KernelsFor(KernelIsa isa);
+
+// The table used by ReduceKernel & co.: the most capable one this CPU runs,
+// chosen once, immutable afterwards.
 const KernelTable& ActiveKernels();
 
 }  // namespace chorus::kernels

@@ -38,7 +38,7 @@ void ScaleLoop(void* dst, const void* src, size_t count, const void* scalar) {
   S* out = static_cast<S*>(dst);
   const S* in = static_cast<const S*>(src);
   for (size_t i = 0; i < count; ++i) {
-    out[i] = E::Store(WrappingMul(E::Load(in[i]), factor));
+    out[i] = E::Store(ProdOp::Apply(E::Load(in[i]), factor));
   }
 }
 
@@ -96,9 +96,5 @@ static_assert(chorusNumTypes == 10, "a new data type needs a FillType line above
 }  // namespace
 
 const KernelTable& PortableKernels() { return kPortableTable; }
-
-// Only the portable table exists so far; CPU-specific tables will be chosen
-// here (once, by cpuid) when they arrive.
-const KernelTable& ActiveKernels() { return kPortableTable; }
 
 }  // namespace chorus::kernels

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Emulated cluster: N hosts as network namespaces, each with one veth link to
+# a switch (a bridge inside its own namespace), every link rate-limited in
+# both directions with tc tbf. Runs one rank of COMMAND per host over TCP and
+# always tears everything down, even on failure or Ctrl-C.
+#
+#   perf/cluster/cluster.sh [-n hosts] [-r rate] [-t timeout_s] -- COMMAND [ARGS...]
+#
+# Each rank runs inside its host with RANK, WORLD_SIZE, LOCAL_RANK=0,
+# CHORUS_ROOT=<host 0>:<port>, CHORUS_SECRET (fresh per run) and
+# CHORUS_SOCKET_IFNAME==eth0 set, so chorusCommInitFromEnv connects it.
+# In COMMAND, {rank} is replaced by the rank. Output lines are prefixed with
+# the host name; the exit status is the first non-zero rank status.
+# Needs root (ip netns, tc); without it, says so and exits 77 ("skipped").
+# Only the addresses 10.213.0.0/24 inside the namespaces it created are used.
+set -uo pipefail
+
+hosts=4
+rate=1gbit
+timeout_s=300
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+while getopts "n:r:t:h" opt; do
+  case $opt in
+    n) hosts=$OPTARG ;;
+    r) rate=$OPTARG ;;
+    t) timeout_s=$OPTARG ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ "${1:-}" = "--" ] && shift
+[ $# -ge 1 ] || usage
+if ! [[ $hosts =~ ^[0-9]+$ ]] || [ "$hosts" -lt 1 ] || [ "$hosts" -gt 64 ]; then
+  echo "cluster: -n must be 1..64" >&2; exit 2
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+  echo "cluster: needs root with ip and tc (iproute2); skipping" >&2
+  exit 77
+fi
+
+id=$$
+prefix="chorus${id}"
+switch="${prefix}sw"
+port=$((20000 + id % 20000))
+secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+pids=()
+
+teardown() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  for ((h = 0; h < hosts; h++)); do ip netns del "${prefix}h$h" 2>/dev/null; done
+  ip netns del "$switch" 2>/dev/null
+  return 0
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+# Bursts of 64 KiB keep tbf accurate at 1-10 Gbit/s without starving TCP.
+limit() { tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst 64kb latency 20ms; }
+
+set -e
+ip netns add "$switch"
+ip -n "$switch" link add br0 type bridge
+ip -n "$switch" link set br0 up
+ip -n "$switch" link set lo up
+for ((h = 0; h < hosts; h++)); do
+  ns="${prefix}h$h"
+  ip netns add "$ns"
+  ip link add "p$h" netns "$switch" type veth peer name eth0 netns "$ns"
+  ip -n "$switch" link set "p$h" master br0 up
+  ip -n "$ns" addr add "10.213.0.$((h + 1))/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+  limit "$ns" eth0          # host -> switch
+  limit "$switch" "p$h"     # switch -> host
+done
+set +e
+
+for ((h = 0; h < hosts; h++)); do
+  cmd=("${@//\{rank\}/$h}")
+  ip netns exec "${prefix}h$h" env RANK=$h WORLD_SIZE=$hosts LOCAL_RANK=0 \
+    CHORUS_ROOT="10.213.0.1:$port" CHORUS_SECRET="$secret" CHORUS_SOCKET_IFNAME="=eth0" \
+    timeout --kill-after=5 "$timeout_s" "${cmd[@]}" 2>&1 | sed -u "s/^/[host$h] /" &
+  pids+=($!)
+done
+
+status=0
+for pid in "${pids[@]}"; do
+  wait "$pid"
+  rc=$?
+  [ $status -eq 0 ] && status=$rc
+done
+pids=()
+exit $status

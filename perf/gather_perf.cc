@@ -1,0 +1,4 @@
+// gather_perf: nccl-tests' gather_perf for chorus (flags: -h).
+#include "perf/cli/launch.h"
+
+int main(int argc, char** argv) { return chorus::perf::RunPerfMain(argc, argv, chorus::perf::CollectiveKind::kGather); }

@@ -1,0 +1,4 @@
+// reduce_scatter_perf: nccl-tests' reduce_scatter_perf for chorus (flags: -h).
+#include "perf/cli/launch.h"
+
+int main(int argc, char** argv) { return chorus::perf::RunPerfMain(argc, argv, chorus::perf::CollectiveKind::kReduceScatter); }

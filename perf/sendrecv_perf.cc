@@ -1,0 +1,4 @@
+// sendrecv_perf: nccl-tests' sendrecv_perf for chorus (flags: -h).
+#include "perf/cli/launch.h"
+
+int main(int argc, char** argv) { return chorus::perf::RunPerfMain(argc, argv, chorus::perf::CollectiveKind::kSendRecv); }
