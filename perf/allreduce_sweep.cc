@@ -196,10 +196,24 @@ void Usage(const char* program) {
                "[-a algo]\n"
                "  -n  ranks on this host (default 4)\n"
                "  -t  ranks as threads of one process (default: forked processes)\n"
-               "  -b/-e  smallest/largest message in bytes (default 8 / 67108864), x2 steps\n"
+               "  -b/-e  smallest/largest message in bytes, K/M/G allowed (default 8 / 64M), x2 steps\n"
                "  -w/-i  warm-up/timed iterations per size (default: by size)\n"
                "  -a  algorithm, as CHORUS_ALGO (e.g. ring, tree)\n",
                program);
+}
+
+// A byte count with an optional K/M/G suffix (powers of 1024); 0 when bad.
+size_t ParseSize(const char* text) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text) return 0;
+  switch (*end) {
+    case 'K': case 'k': value <<= 10; ++end; break;
+    case 'M': case 'm': value <<= 20; ++end; break;
+    case 'G': case 'g': value <<= 30; ++end; break;
+    default: break;
+  }
+  return *end == '\0' ? static_cast<size_t>(value) : 0;
 }
 
 bool ParseOptions(int argc, char** argv, Options* options) {
@@ -213,10 +227,10 @@ bool ParseOptions(int argc, char** argv, Options* options) {
         options->threads = true;
         break;
       case 'b':
-        options->min_bytes = std::strtoull(optarg, nullptr, 0);
+        options->min_bytes = ParseSize(optarg);
         break;
       case 'e':
-        options->max_bytes = std::strtoull(optarg, nullptr, 0);
+        options->max_bytes = ParseSize(optarg);
         break;
       case 'w':
         options->warmup = std::atoi(optarg);

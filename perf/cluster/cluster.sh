@@ -54,8 +54,21 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-# Bursts of 64 KiB keep tbf accurate at 1-10 Gbit/s without starving TCP.
-limit() { tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst 64kb latency 20ms; }
+# The token bucket must hold at least one timer tick of traffic (rate/HZ)
+# or tbf delivers less than its rate: size it to 10 ms of the rate.
+rate_bits() {
+  local value=${1%%[a-zA-Z]*} unit=${1##*[0-9.]}
+  case ${unit,,} in
+    gbit) echo $((value * 1000000000)) ;;
+    mbit) echo $((value * 1000000)) ;;
+    kbit) echo $((value * 1000)) ;;
+    bit | "") echo "$value" ;;
+    *) echo "cluster: unsupported rate unit in '$1' (use gbit, mbit, kbit)" >&2; exit 2 ;;
+  esac
+}
+burst_bytes=$(( $(rate_bits "$rate") / 8 / 100 ))
+[ "$burst_bytes" -lt 65536 ] && burst_bytes=65536
+limit() { tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency 50ms; }
 
 set -e
 ip netns add "$switch"

@@ -18,6 +18,8 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_SOCKET_IFNAME", "string", "",
        "Interfaces for traffic: prefixes (eth,ib), ^ to exclude (^lo,docker), = for exact (=eth0). "
        "Empty: first non-loopback interface that is up, else loopback."},
+      {"CHORUS_TRANSPORT", "string", "auto",
+       "auto: shared memory between ranks of one host (same network namespace), TCP otherwise; tcp: TCP only."},
       {"CHORUS_CHUNK_BYTES", "bytes", "512K", "Pipeline chunk size of the schedule executor (same on all ranks)."},
       {"CHORUS_KERNELS", "string", "auto",
        "CPU reduction kernels: auto (best the CPU supports), avx512, avx2 or portable. "
@@ -104,6 +106,10 @@ Status Settings::FromEnvironment(Settings* out) {
   if (settings.chunk_bytes < 64) return InvalidArgument("CHORUS_CHUNK_BYTES must be at least 64");
   settings.algo = EnvValue("CHORUS_ALGO");
   settings.socket_ifname = EnvValue("CHORUS_SOCKET_IFNAME");
+  settings.transport = EnvValue("CHORUS_TRANSPORT");
+  if (settings.transport != "auto" && settings.transport != "tcp") {
+    return InvalidArgument("CHORUS_TRANSPORT must be auto or tcp, not '", settings.transport, "'");
+  }
   *out = settings;
   return Status::Ok();
 }

@@ -37,6 +37,7 @@ struct Settings {
   size_t chunk_bytes = 0;
   std::string algo;
   std::string socket_ifname;
+  std::string transport;  // "auto" or "tcp"
 
   static Status FromEnvironment(Settings* out);
 };

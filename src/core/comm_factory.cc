@@ -27,6 +27,7 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->chunk_bytes = settings.chunk_bytes;
   options->algo_spec = settings.algo;
   options->socket_ifname = settings.socket_ifname;
+  options->use_shm = settings.transport == "auto";
   if (config != nullptr) {
     if (config->magic != CHORUS_CONFIG_MAGIC || config->size < sizeof(chorusConfig_t)) {
       return InvalidArgument("config was not initialised with CHORUS_CONFIG_INITIALIZER");

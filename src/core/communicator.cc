@@ -6,6 +6,10 @@
 #include "base/log.h"
 #include "core/executor.h"
 #include "kernels/reduce.h"
+#include "core/peer_info.h"
+#include "core/transport_mux.h"
+#include "transports/host_identity.h"
+#include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace chorus {
@@ -33,16 +37,49 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   transport_options.nsocks = options.nsocks;
   transport_options.ifname = options.socket_ifname;
   transport_options.timeout_ms = options.timeout_ms;
-  CHORUS_RETURN_IF_ERROR(CreateTcpTransport(transport_options, &comm->transport_));
+  std::unique_ptr<Transport> tcp, shm;
+  CHORUS_RETURN_IF_ERROR(CreateTcpTransport(transport_options, &tcp));
+  if (options.use_shm) {
+    Status status = CreateShmTransport(transport_options, &shm);
+    if (!status.ok()) CHORUS_WARN("INIT", "rank ", rank, ": shared memory unavailable, using TCP: ", status.message());
+  }
 
-  std::vector<std::string> addresses;
-  CHORUS_RETURN_IF_ERROR(
-      Rendezvous(id, rank, nranks, comm->transport_->LocalAddress(), deadline, &addresses)
-          .WithContext(StrCat("rank ", rank, ": rendezvous with ", id.root_address)));
-  CHORUS_RETURN_IF_ERROR(comm->transport_->Connect(addresses, deadline)
-                             .WithContext(StrCat("rank ", rank, ": connecting to peers")));
-  CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " connected over ", comm->transport_->name(), " at ",
-              comm->transport_->LocalAddress(), " (nsocks ", options.nsocks, ", chunk ", options.chunk_bytes, " B)");
+  PeerInfo mine;
+  mine.host = HostIdentity();
+  mine.tcp_address = tcp->LocalAddress();
+  if (shm) mine.shm_address = shm->LocalAddress();
+  std::vector<std::string> blobs;
+  CHORUS_RETURN_IF_ERROR(Rendezvous(id, rank, nranks, mine.Encode(), deadline, &blobs)
+                             .WithContext(StrCat("rank ", rank, ": rendezvous with ", id.root_address)));
+  std::vector<PeerInfo> peers(nranks);
+  std::vector<std::string> tcp_addresses(nranks), shm_addresses(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    CHORUS_RETURN_IF_ERROR(PeerInfo::Decode(blobs[r], &peers[r]).WithContext(StrCat("rank ", r)));
+    tcp_addresses[r] = peers[r].tcp_address;
+    // Shared memory only between ranks of one host (and network namespace)
+    // that both offer it; everyone derives the same pairs from the table.
+    bool local = peers[r].host == mine.host && !peers[r].shm_address.empty() && shm != nullptr;
+    shm_addresses[r] = (local || r == rank) ? peers[r].shm_address : std::string();
+  }
+  CHORUS_RETURN_IF_ERROR(tcp->Connect(tcp_addresses, deadline).WithContext(StrCat("rank ", rank, ": connecting over TCP")));
+  std::vector<std::unique_ptr<Transport>> transports;
+  if (shm) {
+    CHORUS_RETURN_IF_ERROR(
+        shm->Connect(shm_addresses, deadline).WithContext(StrCat("rank ", rank, ": connecting over shared memory")));
+    transports.push_back(std::move(shm));
+  }
+  transports.push_back(std::move(tcp));
+  std::unique_ptr<TransportMux> mux;
+  CHORUS_RETURN_IF_ERROR(TransportMux::Create(std::move(transports), rank, nranks, &mux));
+  if (CurrentLogLevel() >= LogLevel::kInfo) {
+    std::string routes;
+    for (int r = 0; r < nranks; ++r) {
+      if (r != rank) routes += StrCat(routes.empty() ? "" : ", ", r, ":", mux->TransportNameFor(r));
+    }
+    CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " connected (", routes.empty() ? "alone" : routes, "; nsocks ",
+                options.nsocks, ", chunk ", options.chunk_bytes, " B)");
+  }
+  comm->transport_ = std::move(mux);
   *out = std::move(comm);
   return Status::Ok();
 }

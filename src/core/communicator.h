@@ -27,6 +27,7 @@ struct CommOptions {
   size_t chunk_bytes = 512 * 1024;
   std::string algo_spec;
   std::string socket_ifname;
+  bool use_shm = true;  // CHORUS_TRANSPORT=auto: shared memory between ranks of one host
   AlgorithmTable algorithms;
 };
 

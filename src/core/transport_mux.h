@@ -1,0 +1,40 @@
+// TransportMux: one Transport facade over several, routing each peer to the
+// best transport that reaches it (shared memory for peers on this host, TCP
+// for the rest). The executor sees a single transport and never chooses by
+// name.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace chorus {
+
+class TransportMux : public Transport {
+ public:
+  // `transports` in order of preference; each must be connected already.
+  // Peer p goes to the first transport whose endpoint(p) is non-null.
+  static Status Create(std::vector<std::unique_ptr<Transport>> transports, int rank, int nranks,
+                       std::unique_ptr<TransportMux>* out);
+
+  const char* name() const override { return "mux"; }
+  TransportCapabilities capabilities() const override { return {}; }
+  std::string LocalAddress() const override;
+  Status Connect(const std::vector<std::string>&, Deadline) override;
+  Endpoint* endpoint(int peer) override { return peer >= 0 && peer < static_cast<int>(routes_.size()) ? routes_[peer] : nullptr; }
+  Status Progress(int timeout_ms) override;
+  void Wakeup() override;
+  void Shutdown() override;
+
+  // Name of the transport serving `peer` (for logs).
+  const char* TransportNameFor(int peer) const;
+
+ private:
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<Transport*> active_;      // transports serving at least one peer
+  std::vector<Endpoint*> routes_;       // per peer
+  std::vector<const char*> route_names_;
+};
+
+}  // namespace chorus

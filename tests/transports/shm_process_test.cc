@@ -1,0 +1,337 @@
+// ShmTransport with ranks as forked processes: the CMA path, the ring
+// fallback, dead and departing peers, and no /dev/shm leftovers.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/transports/shm_test_util.h"
+#include "transports/shm/shm_transport.h"
+
+namespace chorus {
+namespace {
+
+using namespace shm_test;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxRanks = 4;
+
+// Shared between the test process and its rank processes.
+struct Board {
+  std::atomic<int> created;
+  std::atomic<int> connected;
+  std::atomic<int64_t> event_ns;  // CLOCK_MONOTONIC of the test's kill/shutdown
+  char addresses[kMaxRanks][512];
+  char messages[kMaxRanks][1024];  // a rank's error ("" = passed) or note
+};
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// What a rank process runs after Connect; returns an error message or "".
+using RankBody = std::function<std::string(int rank, Transport* transport, Board* board)>;
+
+class ProcessRanks {
+ public:
+  ProcessRanks() {
+    void* mapped = ::mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    board_ = mapped == MAP_FAILED ? nullptr : new (mapped) Board();
+  }
+  ~ProcessRanks() {
+    for (pid_t pid : pids_) {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+    if (board_ != nullptr) ::munmap(board_, sizeof(Board));
+  }
+
+  Board* board() const { return board_; }
+  pid_t pid(int rank) const { return pids_[rank]; }
+
+  void Start(int nranks, const ShmTuning& tuning, const RankBody& body) {
+    nranks_ = nranks;
+    pids_.assign(nranks, -1);
+    for (int rank = 0; rank < nranks; ++rank) {
+      const pid_t pid = ::fork();
+      if (pid == 0) ::_exit(RunRank(rank, tuning, body));
+      pids_[rank] = pid;
+    }
+  }
+
+  void WaitConnected() const {
+    const Deadline deadline = Deadline::AfterMs(kTestTimeoutMs);
+    while (board_->connected.load() < nranks_ && !deadline.Expired()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  // Reaps `rank` (bounded) and returns its exit code, or -1 (killed/timeout).
+  int Reap(int rank) {
+    const Deadline deadline = Deadline::AfterMs(kTestTimeoutMs);
+    while (!deadline.Expired()) {
+      int status = 0;
+      if (::waitpid(pids_[rank], &status, WNOHANG) == pids_[rank]) {
+        pids_[rank] = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return -1;
+  }
+
+  // Reaps every rank and expects each to have passed.
+  void ExpectAllPassed() {
+    for (int rank = 0; rank < nranks_; ++rank) {
+      EXPECT_EQ(Reap(rank), 0) << "rank " << rank << ": " << board_->messages[rank];
+    }
+  }
+
+  void ExpectNoSegmentsLeft() const {
+    for (int rank = 0; rank < nranks_; ++rank) {
+      const std::string name = SegmentName(board_->addresses[rank]);
+      EXPECT_FALSE(name.empty()) << "rank " << rank;
+      EXPECT_FALSE(SegmentExists(name)) << name;
+    }
+  }
+
+ private:
+  int RunRank(int rank, const ShmTuning& tuning, const RankBody& body) {
+    std::string result;
+    {
+      std::unique_ptr<Transport> transport;
+      Status status = CreateShmTransport(Options(rank, nranks_), &transport, tuning);
+      if (status.ok()) {
+        std::snprintf(board_->addresses[rank], sizeof(board_->addresses[rank]), "%s",
+                      transport->LocalAddress().c_str());
+        board_->created.fetch_add(1);
+        const Deadline deadline = Deadline::AfterMs(kTestTimeoutMs);
+        while (board_->created.load() < nranks_ && !deadline.Expired()) {
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        std::vector<std::string> addresses(board_->addresses, board_->addresses + nranks_);
+        status = transport->Connect(addresses, deadline);
+      }
+      if (status.ok()) {
+        board_->connected.fetch_add(1);
+        result = body(rank, transport.get(), board_);
+      } else {
+        result = "set-up: " + status.message();
+      }
+    }
+    std::snprintf(board_->messages[rank], sizeof(board_->messages[rank]), "%s", result.c_str());
+    return result.empty() || result[0] == '#' ? 0 : 1;  // '#': a note, not an error
+  }
+
+  Board* board_ = nullptr;
+  int nranks_ = 0;
+  std::vector<pid_t> pids_;
+};
+
+// Every rank sends each size to every other rank and checks what it gets.
+std::string ExchangeBody(int rank, Transport* transport, int nranks, const std::vector<size_t>& sizes,
+                         bool expect_pulls) {
+  std::vector<std::vector<uint8_t>> sends, recvs;
+  std::vector<TransferRequest> requests;
+  requests.reserve(2 * nranks * sizes.size());
+  std::vector<TransferRequest*> pending;
+  uint64_t large = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      sends.emplace_back(sizes[k]);
+      FillPattern(&sends.back(), rank, peer, k);
+      recvs.emplace_back(sizes[k], 0xee);
+      large += sizes[k] >= shm::kSingleCopyThreshold;
+      requests.push_back(Request(sends.back().data(), sizes[k], k));
+      if (!transport->endpoint(peer)->PostSend(&requests.back()).ok()) return "PostSend failed";
+      pending.push_back(&requests.back());
+      requests.push_back(Request(recvs.back().data(), sizes[k], k));
+      if (!transport->endpoint(peer)->PostRecv(&requests.back()).ok()) return "PostRecv failed";
+      pending.push_back(&requests.back());
+    }
+  }
+  Status status = WaitAll(transport, pending);
+  if (!status.ok()) return status.message();
+  size_t index = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t k = 0; k < sizes.size(); ++k, ++index) {
+      const size_t wrong = CountWrong(recvs[index], peer, rank, k);
+      if (wrong != 0) return StrCat(wrong, " wrong bytes from ", peer, " in message of ", sizes[k]);
+    }
+  }
+  auto* shm = static_cast<ShmTransport*>(transport);
+  const shm::ShmStats stats = shm->stats();
+  const bool cma = shm->pull_method(rank == 0 ? 1 : 0) == shm::PullMethod::kCma;
+  if (stats.memcpy_pulls != 0) return "memcpy pull between processes";
+  if (expect_pulls && cma && stats.cma_pulls != large) return StrCat(stats.cma_pulls, " CMA pulls, expected ", large);
+  if (!expect_pulls && stats.cma_pulls != 0) return "CMA used although single copy is off";
+  if (stats.eager_messages + stats.cma_pulls != index) return "messages missing from the statistics";
+  if (expect_pulls && !cma) return "# CMA not permitted here: large messages went through the ring";
+  return "";
+}
+
+TEST(ShmProcessTest, TwoProcessesExchangeEverySizeWithCma) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  const std::vector<size_t> sizes = {0, 1, 4096, 1 << 20, 64 << 20};
+  ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board*) {
+    return ExchangeBody(rank, transport, 2, sizes, /*expect_pulls=*/true);
+  });
+  ranks.ExpectAllPassed();
+  ranks.ExpectNoSegmentsLeft();
+  if (ranks.board()->messages[0][0] == '#') std::printf("note: %s\n", ranks.board()->messages[0]);
+}
+
+TEST(ShmProcessTest, ThreeProcessesExchangeThroughTheRing) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  ShmTuning ring_only;
+  ring_only.single_copy = false;
+  const std::vector<size_t> sizes = {0, 1, 4096, 1 << 20, 3 << 20};
+  ranks.Start(3, ring_only, [&](int rank, Transport* transport, Board*) {
+    return ExchangeBody(rank, transport, 3, sizes, /*expect_pulls=*/false);
+  });
+  ranks.ExpectAllPassed();
+  ranks.ExpectNoSegmentsLeft();
+}
+
+// Rank 1 waits for a message rank 0 never sends; the test then ends rank 0
+// (`end_rank0`) and rank 1 must fail naming it within a second.
+void ExpectPeerLossDetected(const std::function<void(ProcessRanks&)>& end_rank0, const char* expected_words,
+                            bool rank0_shuts_down) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board* board) -> std::string {
+    if (rank == 0) {
+      if (rank0_shuts_down) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        board->event_ns.store(NowNs());
+        transport->Shutdown();
+      } else {
+        std::this_thread::sleep_for(std::chrono::seconds(30));  // killed before this ends
+      }
+      return "";
+    }
+    uint8_t byte = 0;
+    TransferRequest recv = Request(&byte, 1, 1);
+    if (!transport->endpoint(0)->PostRecv(&recv).ok()) return "PostRecv failed";
+    Status status = WaitAll(transport, {&recv}, 10000);
+    const int64_t detected_after_ms = (NowNs() - board->event_ns.load()) / 1000000;
+    if (status.code() != chorusRemoteError) return "expected chorusRemoteError, got: " + status.message();
+    if (status.message().find(StrCat("peer 0 (pid ")) == std::string::npos ||
+        status.message().find(expected_words) == std::string::npos) {
+      return "message does not name the peer: " + status.message();
+    }
+    if (board->event_ns.load() == 0 || detected_after_ms > 1000) {
+      return StrCat("detected after ", detected_after_ms, " ms: ", status.message());
+    }
+    return "";
+  });
+  ranks.WaitConnected();
+  end_rank0(ranks);
+  EXPECT_EQ(ranks.Reap(1), 0) << ranks.board()->messages[1];
+  ranks.Reap(0);
+  ranks.ExpectNoSegmentsLeft();
+}
+
+TEST(ShmProcessTest, KilledPeerIsDetectedWithinOneSecond) {
+  ExpectPeerLossDetected(
+      [](ProcessRanks& ranks) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        ranks.board()->event_ns.store(NowNs());
+        ::kill(ranks.pid(0), SIGKILL);  // not reaped until rank 1 is done: a zombie must count as dead
+      },
+      "died", /*rank0_shuts_down=*/false);
+}
+
+TEST(ShmProcessTest, PeerShutdownIsDetectedWithinOneSecond) {
+  ExpectPeerLossDetected([](ProcessRanks&) {}, "shut down", /*rank0_shuts_down=*/true);
+}
+
+// Not an assertion: one-way bandwidth of a 64 MiB message between processes.
+double MeasureGBps(const ShmTuning& tuning, std::string* note) {
+  constexpr size_t kBytes = 64 << 20;
+  constexpr int kRounds = 4;
+  ProcessRanks ranks;
+  if (ranks.board() == nullptr) return 0;
+  ranks.Start(2, tuning, [&](int rank, Transport* transport, Board*) -> std::string {
+    std::vector<uint8_t> buffer(kBytes, static_cast<uint8_t>(rank));
+    double best = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      uint8_t token = 0;  // rank 1 says "ready" so the clock starts at a common point
+      TransferRequest ready = Request(&token, 1, 1);
+      Status status = rank == 1 ? transport->endpoint(0)->PostSend(&ready) : transport->endpoint(1)->PostRecv(&ready);
+      if (status.ok()) status = WaitAll(transport, {&ready});
+      const Clock::time_point start = Clock::now();
+      TransferRequest data = Request(buffer.data(), kBytes, 2);
+      if (status.ok()) {
+        status = rank == 0 ? transport->endpoint(1)->PostSend(&data) : transport->endpoint(0)->PostRecv(&data);
+      }
+      if (status.ok()) status = WaitAll(transport, {&data});
+      if (!status.ok()) return status.message();
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (kBytes / seconds / 1e9 > best) best = kBytes / seconds / 1e9;
+    }
+    if (rank == 1) {
+      const auto* shm = static_cast<ShmTransport*>(transport);
+      return StrCat("# ", best, " ", shm->pull_method(0) == shm::PullMethod::kCma ? "cma" : "ring");
+    }
+    return "";
+  });
+  ranks.ExpectAllPassed();
+  double gbps = 0;
+  char method[16] = {};
+  std::sscanf(ranks.board()->messages[1], "# %lf %15s", &gbps, method);
+  *note = method;
+  return gbps;
+}
+
+// Not an assertion: half the round trip of an 8-byte ping-pong.
+TEST(ShmProcessTest, PrintsSmallMessageLatency) {
+  constexpr int kRoundTrips = 20000;
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board*) -> std::string {
+    uint64_t value = 0;
+    Endpoint* peer = transport->endpoint(1 - rank);
+    const Clock::time_point start = Clock::now();
+    for (int i = 0; i < kRoundTrips; ++i) {
+      TransferRequest ping = Request(&value, sizeof(value), 1), pong = Request(&value, sizeof(value), 2);
+      Status status = rank == 0 ? peer->PostSend(&ping) : peer->PostRecv(&ping);
+      if (status.ok()) status = WaitAll(transport, {&ping});
+      if (status.ok()) status = rank == 0 ? peer->PostRecv(&pong) : peer->PostSend(&pong);
+      if (status.ok()) status = WaitAll(transport, {&pong});
+      if (!status.ok()) return status.message();
+    }
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    return rank == 0 ? StrCat("# ", us / kRoundTrips / 2) : "";
+  });
+  ranks.ExpectAllPassed();
+  std::printf("shm 8-byte one-way latency between 2 processes (ping-pong / 2): %s us\n",
+              ranks.board()->messages[0] + 2);
+}
+
+TEST(ShmProcessTest, PrintsThroughputOfSixtyFourMiB) {
+  std::string single_copy_method, ring_method;
+  ShmTuning ring_only;
+  ring_only.single_copy = false;
+  const double single_copy = MeasureGBps(ShmTuning(), &single_copy_method);
+  const double ring = MeasureGBps(ring_only, &ring_method);
+  std::printf("shm 64 MiB one-way between 2 processes: default path (%s) %.2f GB/s, ring only %.2f GB/s\n",
+              single_copy_method.c_str(), single_copy, ring);
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,112 @@
+// The two ends of one shared-memory ring: ShmOutbound writes our sends to a
+// peer into the ring in the PEER's segment; ShmInbound reads the peer's
+// messages from the ring in OUR segment into posted receives. Each keeps a
+// FIFO of posted requests (linked through TransferRequest::next), so
+// messages match in posting order, and neither makes a syscall on the
+// eager path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "transports/shm/shm_layout.h"
+#include "transports/transport.h"
+
+namespace chorus {
+namespace shm {
+
+// How a receiver copies a large message out of its sender's buffer.
+enum class PullMethod {
+  kNone,    // it cannot: the sender copies through the ring
+  kMemcpy,  // same process (ranks are threads)
+  kCma,     // process_vm_readv
+};
+
+// Counts of received messages by path (tests check which path ran).
+struct ShmStats {
+  uint64_t eager_messages = 0;
+  uint64_t memcpy_pulls = 0;
+  uint64_t cma_pulls = 0;
+};
+
+// A FIFO of requests linked through TransferRequest::next.
+class RequestQueue {
+ public:
+  void Push(TransferRequest* request);
+  TransferRequest* Pop();
+  TransferRequest* front() const { return head_; }
+  bool empty() const { return head_ == nullptr; }
+
+ private:
+  TransferRequest* head_ = nullptr;
+  TransferRequest* tail_ = nullptr;
+};
+
+class ShmOutbound {
+ public:
+  // `ring` lives in the segment of the receiver, whose header is `receiver`.
+  // The receiver copies messages of `pull_min_bytes` or more straight from
+  // our buffers (SIZE_MAX: never).
+  ShmOutbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* receiver, size_t pull_min_bytes);
+
+  void Push(TransferRequest* request);
+  bool idle() const { return sends_.empty() && awaiting_pull_.empty(); }
+
+  // Writes every record that fits, publishes them, and completes pulled
+  // sends the receiver has consumed.
+  void Pump(bool* progressed);
+
+ private:
+  bool Reserve(size_t bytes);
+
+  RingControl* control_;
+  uint8_t* ring_;
+  size_t ring_bytes_;
+  SegmentHeader* receiver_;
+  size_t pull_min_bytes_;
+  uint64_t head_ = 0;
+  uint64_t cached_tail_ = 0;
+  RequestQueue sends_;          // not yet (fully) written
+  RequestQueue awaiting_pull_;  // kPull written; `progress` = ring position the receiver must pass
+};
+
+class ShmInbound {
+ public:
+  // `ring` lives in our segment; `sender` is the header of the sender's
+  // segment (woken when ring space frees up).
+  ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* sender, PullMethod method,
+             pid_t sender_pid, std::string peer_label, ShmStats* stats);
+
+  void Push(TransferRequest* request);
+  bool idle() const { return recvs_.empty(); }
+
+  // Consumes every record it can into posted receives. Fails on a record
+  // that does not match the posted receive or is malformed.
+  Status Pump(bool* progressed);
+
+ private:
+  Status ConsumeRecord(const RecordHeader& record, size_t position, size_t available, size_t* record_bytes);
+  Status CheckMatch(const RecordHeader& record, const TransferRequest& request) const;
+  Status Pull(uint64_t source_address, TransferRequest* request);
+  Status Copy(uint64_t source_address, TransferRequest* request);
+  Status Corrupt(const std::string& what) const;
+  void Complete();
+
+  RingControl* control_;
+  uint8_t* ring_;
+  size_t ring_bytes_;
+  SegmentHeader* sender_;
+  PullMethod method_;
+  pid_t sender_pid_;
+  std::string peer_label_;
+  ShmStats* stats_;
+  uint64_t tail_ = 0;
+  uint64_t cached_head_ = 0;
+  RequestQueue recvs_;  // front's `lane` is 1 once its first record arrived
+};
+
+}  // namespace shm
+}  // namespace chorus

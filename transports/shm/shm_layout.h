@@ -1,0 +1,100 @@
+// The bytes every rank's shared-memory segment holds. Each rank owns one
+// segment: a header, then one inbound ring per possible sender (indexed by
+// the sender's rank). Senders write into the RECEIVER's segment, so every
+// rank maps the segments of all its same-host peers.
+//
+// A ring is a byte ring of 64-byte-aligned records, single producer (the
+// sender) and single consumer (the owner). `head` and `tail` count bytes
+// ever written/consumed and never wrap; they live on separate cache lines.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace chorus {
+namespace shm {
+
+constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
+constexpr uint32_t kLayoutVersion = 1;
+constexpr size_t kCacheLine = 64;
+constexpr size_t kMacBytes = 16;
+
+// Messages at least this large are pulled by the receiver straight from the
+// sender's buffer (CMA or memcpy) when it can: one copy instead of two.
+constexpr size_t kSingleCopyThreshold = 64 << 10;
+// Eager messages travel in records of at most this payload, so the receiver
+// starts copying before the sender has written the whole message.
+constexpr size_t kMaxRecordPayload = 64 << 10;
+constexpr size_t kDefaultRingBytes = 256 << 10;
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
+              "shared-memory atomics must be address-free");
+
+struct alignas(kCacheLine) SegmentHeader {
+  // Written once by the owner before the segment is published.
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nranks;
+  int32_t owner_rank;
+  int32_t owner_pid;
+  uint64_t ring_bytes;
+  uint64_t segment_bytes;
+  uint64_t owner_view_address;   // where the owner mapped this segment: the CMA probe reads it
+  uint8_t nonce[kMacBytes];      // random, per segment
+  uint8_t owner_mac[kMacBytes];  // MAC(secret, "shm-owner", nonce, owner_rank)
+
+  // The owner sleeps on futex_word; whoever gives it work bumps the word and
+  // wakes it, but only when `sleeping` says a wake-up is needed.
+  alignas(kCacheLine) std::atomic<uint32_t> futex_word;
+  alignas(kCacheLine) std::atomic<uint32_t> sleeping;
+  std::atomic<uint32_t> closed;    // set by the owner's Shutdown
+  std::atomic<uint32_t> attached;  // peers that finished mapping this segment
+};
+
+// Control block of the ring from one sender into the owner's segment.
+struct alignas(kCacheLine) RingControl {
+  alignas(kCacheLine) std::atomic<uint64_t> head;  // written by the sender
+  alignas(kCacheLine) std::atomic<uint64_t> tail;  // written by the owner (receiver)
+  // The owner is copying out of the sender's buffer: the sender's Shutdown
+  // waits for this to clear so that its caller may free the buffer.
+  std::atomic<uint32_t> pulling;
+  alignas(kCacheLine) uint8_t sender_mac[kMacBytes];  // MAC(secret, "shm-sender", nonce, sender rank)
+  std::atomic<uint32_t> receiver_can_pull;            // owner: 1 when it can read the sender's memory
+};
+
+enum class RecordKind : uint32_t {
+  kEagerFirst = 1,  // first piece of a message, payload follows
+  kEagerMore = 2,   // next piece of the message being received
+  kPull = 3,        // the receiver copies `message_bytes` from `source_address`
+  kSkip = 4,        // padding up to the end of the ring
+};
+
+struct alignas(kCacheLine) RecordHeader {
+  RecordKind kind;
+  uint32_t chunk_bytes;  // payload bytes in this record (eager)
+  uint64_t tag;
+  uint64_t message_bytes;
+  uint64_t source_address;  // kPull: the sender's buffer in the sender's address space
+};
+static_assert(sizeof(RecordHeader) == kCacheLine);
+
+inline size_t RoundUpToRecord(size_t bytes) { return (bytes + kCacheLine - 1) & ~(kCacheLine - 1); }
+
+inline size_t RingStride(size_t ring_bytes) { return sizeof(RingControl) + ring_bytes; }
+
+inline size_t SegmentBytes(int nranks, size_t ring_bytes) {
+  return sizeof(SegmentHeader) + static_cast<size_t>(nranks) * RingStride(ring_bytes);
+}
+
+inline RingControl* RingControlOf(void* segment, size_t ring_bytes, int sender) {
+  auto* base = static_cast<uint8_t*>(segment) + sizeof(SegmentHeader);
+  return reinterpret_cast<RingControl*>(base + static_cast<size_t>(sender) * RingStride(ring_bytes));
+}
+
+inline uint8_t* RingDataOf(void* segment, size_t ring_bytes, int sender) {
+  return reinterpret_cast<uint8_t*>(RingControlOf(segment, ring_bytes, sender)) + sizeof(RingControl);
+}
+
+}  // namespace shm
+}  // namespace chorus

@@ -1,0 +1,111 @@
+#include "transports/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/siphash.h"
+#include "transports/socket/socket.h"
+
+namespace chorus {
+namespace shm {
+namespace {
+
+// Owns a file descriptor for the duration of set-up.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+Status RandomName(std::string* name) {
+  uint8_t random[16];
+  CHORUS_RETURN_IF_ERROR(FillRandom(random, sizeof(random)));
+  static const char kHex[] = "0123456789abcdef";
+  *name = "/chorus-shm-";
+  for (uint8_t byte : random) {
+    name->push_back(kHex[byte >> 4]);
+    name->push_back(kHex[byte & 15]);
+  }
+  return Status::Ok();
+}
+
+Status Map(int fd, size_t bytes, const std::string& name, void** data) {
+  void* mapped = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapped == MAP_FAILED) return ErrnoError(errno, StrCat("mmap of shared memory ", name));
+  *data = mapped;
+  return Status::Ok();
+}
+
+}  // namespace
+
+ShmSegment::ShmSegment(std::string name, void* data, size_t size, bool linked)
+    : name_(std::move(name)), data_(data), size_(size), linked_(linked) {}
+
+ShmSegment::~ShmSegment() {
+  Unlink();
+  ::munmap(data_, size_);
+}
+
+Status ShmSegment::Create(size_t bytes, std::unique_ptr<ShmSegment>* out) {
+  std::string name;
+  CHORUS_RETURN_IF_ERROR(RandomName(&name));
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError(errno, StrCat("shm_open(", name, ")"));
+  FdCloser closer(fd);
+  Status status;
+  void* data = nullptr;
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    status = ErrnoError(errno, StrCat("ftruncate of shared memory ", name, " to ", bytes, " bytes"));
+  } else {
+    status = Map(fd, bytes, name, &data);
+  }
+  if (!status.ok()) {
+    ::shm_unlink(name.c_str());
+    return status;
+  }
+  out->reset(new ShmSegment(std::move(name), data, bytes, /*linked=*/true));
+  return Status::Ok();
+}
+
+Status ShmSegment::Open(const std::string& name, size_t expected_bytes, std::unique_ptr<ShmSegment>* out) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return ErrnoError(errno, StrCat("shm_open(", name, ")"));
+  FdCloser closer(fd);
+  struct stat info = {};
+  if (::fstat(fd, &info) != 0) return ErrnoError(errno, StrCat("fstat of shared memory ", name));
+  if (static_cast<size_t>(info.st_size) != expected_bytes) {
+    return InvalidUsage("shared memory ", name, " has ", info.st_size, " bytes, expected ", expected_bytes);
+  }
+  void* data = nullptr;
+  CHORUS_RETURN_IF_ERROR(Map(fd, expected_bytes, name, &data));
+  out->reset(new ShmSegment(name, data, expected_bytes, /*linked=*/false));
+  return Status::Ok();
+}
+
+void ShmSegment::Unlink() {
+  if (linked_.exchange(false)) ::shm_unlink(name_.c_str());
+}
+
+void SegmentMac(const uint8_t secret[16], const char* label, const uint8_t nonce[16], int32_t rank, uint8_t out[16]) {
+  uint8_t message[64] = {};
+  const size_t label_bytes = std::strlen(label);
+  std::memcpy(message, label, label_bytes);
+  std::memcpy(message + label_bytes, nonce, 16);
+  std::memcpy(message + label_bytes + 16, &rank, sizeof(rank));
+  SipHash128(secret, message, label_bytes + 16 + sizeof(rank), out);
+}
+
+}  // namespace shm
+}  // namespace chorus

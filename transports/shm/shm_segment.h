@@ -1,0 +1,49 @@
+// ShmSegment: one POSIX shared-memory object, mapped. The creator names it
+// with 128 random bits (O_EXCL, mode 0600) and unlinks it as soon as every
+// peer has mapped it, so a killed process leaves nothing in /dev/shm; the
+// mappings stay valid after the unlink.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace chorus {
+namespace shm {
+
+class ShmSegment {
+ public:
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  // Creates and maps a fresh zero-filled segment of `bytes`.
+  static Status Create(size_t bytes, std::unique_ptr<ShmSegment>* out);
+  // Maps an existing segment; fails unless it is exactly `expected_bytes`.
+  static Status Open(const std::string& name, size_t expected_bytes, std::unique_ptr<ShmSegment>* out);
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+  // Removes the name (not the mapping). Idempotent; any thread.
+  void Unlink();
+
+ private:
+  ShmSegment(std::string name, void* data, size_t size, bool linked);
+
+  std::string name_;
+  void* data_;
+  size_t size_;
+  std::atomic<bool> linked_;  // we created the name and have not unlinked it
+};
+
+// MAC(secret, label || nonce || rank): SipHash-2-4-128.
+void SegmentMac(const uint8_t secret[16], const char* label, const uint8_t nonce[16], int32_t rank, uint8_t out[16]);
+
+}  // namespace shm
+}  // namespace chorus

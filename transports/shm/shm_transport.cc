@@ -1,0 +1,245 @@
+#include "transports/shm/shm_transport.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <new>
+
+#include "transports/host_identity.h"
+#include "transports/shm/shm_futex.h"
+#include "transports/shm/shm_peer.h"
+#include "transports/socket/socket.h"
+
+namespace chorus {
+namespace {
+
+using std::chrono::microseconds;
+
+// Waiting: spin this long, then yield until kYieldUntil, then sleep. Spinning
+// wins with idle cores; yielding keeps it from collapsing when ranks
+// outnumber cores.
+constexpr auto kSpinFor = microseconds(10);
+constexpr auto kYieldUntil = microseconds(100);
+// While requests are pending, sleeps are this short so a dead peer is
+// noticed; this is also how often pids are polled.
+constexpr int64_t kPendingSleepSliceUs = 5000;
+constexpr auto kLivenessInterval = microseconds(kPendingSleepSliceUs);
+// Longest Shutdown waits for a peer to finish copying from our buffers.
+constexpr auto kPullDrainLimit = std::chrono::seconds(1);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// kill(pid, 0) alone misses zombies (dead, not yet reaped).
+bool ProcessGone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat(StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return false;
+  const char state = line[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+}  // namespace
+
+Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport,
+                          const ShmTuning& tuning) {
+  if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
+    return InvalidArgument("shm transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");
+  }
+  const size_t min_ring = 2 * (sizeof(shm::RecordHeader) + shm::kMaxRecordPayload);
+  if (tuning.ring_bytes < min_ring || tuning.ring_bytes % shm::kCacheLine != 0) {
+    return InvalidArgument("shm transport: ring_bytes must be a multiple of 64 and at least ", min_ring, ", got ",
+                           tuning.ring_bytes);
+  }
+  std::unique_ptr<ShmTransport> created(new ShmTransport(options, tuning));
+  CHORUS_RETURN_IF_ERROR(created->CreateSegment());
+  *transport = std::move(created);
+  return Status::Ok();
+}
+
+ShmTransport::ShmTransport(const TransportOptions& options, const ShmTuning& tuning)
+    : options_(options), tuning_(tuning), pid_(::getpid()), host_(HostIdentity()) {}
+
+ShmTransport::~ShmTransport() { Shutdown(); }
+
+TransportCapabilities ShmTransport::capabilities() const {
+  TransportCapabilities capabilities;
+  capabilities.same_host_only = true;
+  return capabilities;
+}
+
+Status ShmTransport::CreateSegment() {
+  const size_t bytes = shm::SegmentBytes(options_.nranks, tuning_.ring_bytes);
+  CHORUS_RETURN_IF_ERROR(shm::ShmSegment::Create(bytes, &segment_).WithContext("shm transport"));
+  auto* created = new (segment_->data()) shm::SegmentHeader();
+  created->magic = shm::kSegmentMagic;
+  created->version = shm::kLayoutVersion;
+  created->nranks = static_cast<uint32_t>(options_.nranks);
+  created->owner_rank = options_.rank;
+  created->owner_pid = pid_;
+  created->ring_bytes = tuning_.ring_bytes;
+  created->segment_bytes = bytes;
+  created->owner_view_address = reinterpret_cast<uintptr_t>(segment_->data());
+  CHORUS_RETURN_IF_ERROR(FillRandom(created->nonce, sizeof(created->nonce)));
+  shm::SegmentMac(options_.secret, "shm-owner", created->nonce, options_.rank, created->owner_mac);
+  for (int sender = 0; sender < options_.nranks; ++sender) {
+    new (shm::RingControlOf(segment_->data(), tuning_.ring_bytes, sender)) shm::RingControl();
+  }
+  local_address_ = StrCat("shm1 ", pid_, " ", tuning_.ring_bytes, " ", segment_->name(), " ", host_);
+  return Status::Ok();
+}
+
+Endpoint* ShmTransport::endpoint(int peer) {
+  if (!connected_ || peer < 0 || peer >= options_.nranks || peers_[peer] == nullptr) return nullptr;
+  return &peers_[peer]->endpoint;
+}
+
+shm::PullMethod ShmTransport::pull_method(int peer) const {
+  if (!connected_ || peer < 0 || peer >= options_.nranks || peers_[peer] == nullptr) return shm::PullMethod::kNone;
+  return peers_[peer]->pull_method;
+}
+
+Status ShmTransport::Fail(Status status) {
+  if (error_.ok()) error_ = status;
+  Shutdown();  // peers waiting on us learn at once
+  return error_;
+}
+
+Status ShmTransport::Post(int peer, TransferRequest* request, bool is_send) {
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("shm transport was shut down"));
+  if (request == nullptr) return InvalidArgument("shm transport: null request");
+  if (request->buffer == nullptr && request->bytes > 0) {
+    return InvalidArgument("shm transport: null buffer for a ", request->bytes, "-byte message");
+  }
+  Peer& target = *peers_[peer];
+  if (is_send) {
+    target.outbound->Push(request);
+  } else {
+    target.inbound->Push(request);
+  }
+  return Status::Ok();
+}
+
+Status ShmTransport::PumpPeer(Peer& peer, bool* progressed) {
+  peer.outbound->Pump(progressed);
+  Status status = peer.inbound->Pump(progressed);
+  if (!status.ok()) return Fail(status);
+  return Status::Ok();
+}
+
+Status ShmTransport::PumpAll(bool* progressed) {
+  for (Peer* peer : connected_peers_) {
+    if (peer->idle()) continue;
+    CHORUS_RETURN_IF_ERROR(PumpPeer(*peer, progressed));
+  }
+  return Status::Ok();
+}
+
+// Fails requests pending on a peer that shut down or died.
+Status ShmTransport::CheckPeers() {
+  const Clock::time_point now = Clock::now();
+  const bool check_liveness = now >= next_liveness_check_;
+  if (check_liveness) next_liveness_check_ = now + kLivenessInterval;
+  for (Peer* peer : connected_peers_) {
+    if (peer->idle()) continue;
+    if (peer->header()->closed.load(std::memory_order_acquire) != 0) {
+      // What it published before closing is still ours to take.
+      bool progressed = false;
+      CHORUS_RETURN_IF_ERROR(PumpPeer(*peer, &progressed));
+      if (!peer->idle()) return Fail(RemoteError(peer->label, " shut down its shm transport with requests pending"));
+    }
+    if (check_liveness && peer->pid != pid_ && ProcessGone(peer->pid)) {
+      return Fail(RemoteError(peer->label, " died"));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ShmTransport::Progress(int timeout_ms) {
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("shm transport was shut down"));
+  if (!connected_) return InvalidUsage("shm transport: Progress before Connect");
+  bool progressed = false;
+  CHORUS_RETURN_IF_ERROR(PumpAll(&progressed));
+  if (progressed) return Status::Ok();
+  CHORUS_RETURN_IF_ERROR(CheckPeers());
+  if (timeout_ms <= 0) return Status::Ok();
+  return Wait(timeout_ms);
+}
+
+Status ShmTransport::Wait(int timeout_ms) {
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point end = start + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    if (wakeup_requested_.exchange(false)) return Status::Ok();
+    if (shut_down_.load()) return Fail(InvalidUsage("shm transport was shut down"));
+    bool progressed = false;
+    CHORUS_RETURN_IF_ERROR(PumpAll(&progressed));
+    if (progressed) return Status::Ok();
+    const Clock::time_point now = Clock::now();
+    if (now >= end) return CheckPeers();
+    if (now - start < kSpinFor) {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+    } else if (now - start < kYieldUntil) {
+      ::sched_yield();
+    } else {
+      CHORUS_RETURN_IF_ERROR(CheckPeers());
+      bool pending = false;
+      for (Peer* peer : connected_peers_) pending = pending || !peer->idle();
+      int64_t sleep_us = std::chrono::duration_cast<microseconds>(end - now).count();
+      if (pending && sleep_us > kPendingSleepSliceUs) sleep_us = kPendingSleepSliceUs;
+      CHORUS_RETURN_IF_ERROR(SleepOnce(sleep_us));
+    }
+  }
+}
+
+Status ShmTransport::SleepOnce(int64_t timeout_us) {
+  shm::SegmentHeader* own = header();
+  const uint32_t word = own->futex_word.load(std::memory_order_acquire);
+  own->sleeping.store(1, std::memory_order_relaxed);
+  // Pairs with WakeOwnerIfSleeping: either a peer sees our flag or we see
+  // its work in this last look.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool progressed = false;
+  Status status = PumpAll(&progressed);
+  if (status.ok() && !progressed && !wakeup_requested_.load() && !shut_down_.load()) {
+    shm::FutexWait(&own->futex_word, word, timeout_us);
+  }
+  own->sleeping.store(0, std::memory_order_relaxed);
+  return status;
+}
+
+void ShmTransport::Wakeup() {
+  wakeup_requested_.store(true);
+  if (segment_ != nullptr) shm::WakeOwner(header());
+}
+
+void ShmTransport::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mutex_);
+  if (shut_down_.exchange(true) || segment_ == nullptr) return;
+  header()->closed.store(1, std::memory_order_seq_cst);
+  segment_->Unlink();
+  for (Peer* peer : connected_peers_) shm::WakeOwner(peer->header());
+  shm::WakeOwner(header());
+  // A peer may be copying out of one of our buffers right now; once we
+  // return, the caller may free it. Bounded: the peer may be dead.
+  const Clock::time_point give_up = Clock::now() + kPullDrainLimit;
+  for (Peer* peer : connected_peers_) {
+    const shm::RingControl* ring = shm::RingControlOf(peer->segment->data(), peer->ring_bytes, options_.rank);
+    while (ring->pulling.load(std::memory_order_seq_cst) != 0 && Clock::now() < give_up) ::sched_yield();
+  }
+}
+
+}  // namespace chorus

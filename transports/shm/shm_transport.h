@@ -1,0 +1,115 @@
+// ShmTransport: messages between ranks of one host (processes or threads of
+// one process) through POSIX shared memory.
+//
+// Each rank creates one segment holding an inbound single-producer/single-
+// consumer ring per sender (see shm_layout.h). Small messages are copied
+// through the ring; messages of kSingleCopyThreshold bytes or more are
+// pulled by the receiver straight from the sender's buffer (memcpy between
+// threads, process_vm_readv between processes) when the receiver proved at
+// Connect that it can, else they are chunked through the ring too.
+//
+// Set-up is authenticated both ways with the communicator secret, and each
+// segment's name is unlinked as soon as all peers mapped it, so nothing is
+// left in /dev/shm even when a process is killed later.
+//
+// Waiting (Progress with a timeout) spins briefly, then yields, then sleeps
+// on a futex word in our own segment that peers bump when they give us
+// work. Peers that shut down are seen through a flag in their segment;
+// peers that die, by polling their pid every few milliseconds while we wait
+// on them.
+//
+// Threading: PostSend/PostRecv/Progress from one thread at a time; Wakeup
+// and Shutdown from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transports/shm/shm_channel.h"
+#include "transports/shm/shm_layout.h"
+#include "transports/shm/shm_segment.h"
+#include "transports/transport.h"
+
+namespace chorus {
+
+// Knobs beyond TransportOptions, mainly for tests.
+struct ShmTuning {
+  bool single_copy = true;                     // false: every message is copied through the ring
+  bool cma_within_process = false;             // use process_vm_readv even between threads of one process
+  size_t ring_bytes = shm::kDefaultRingBytes;  // per sender; multiple of 64, >= 2 records
+  // Messages this large are pulled single-copy when the receiver can.
+  size_t single_copy_min_bytes = shm::kSingleCopyThreshold;
+};
+
+// Creates this rank's segment; LocalAddress() names it.
+Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport,
+                          const ShmTuning& tuning = ShmTuning());
+
+class ShmTransport : public Transport {
+ public:
+  ~ShmTransport() override;
+
+  const char* name() const override { return "shm"; }
+  TransportCapabilities capabilities() const override;
+  std::string LocalAddress() const override { return local_address_; }
+  // addresses[i] empty: rank i is not on this host (no endpoint).
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override;
+  Endpoint* endpoint(int peer) override;
+  Status Progress(int timeout_ms) override;
+  void Wakeup() override;
+  void Shutdown() override;
+
+  // Messages received so far, by path.
+  shm::ShmStats stats() const { return stats_; }
+  // How this rank receives large messages from `peer` (after Connect).
+  shm::PullMethod pull_method(int peer) const;
+
+ private:
+  friend Status CreateShmTransport(const TransportOptions&, std::unique_ptr<Transport>*, const ShmTuning&);
+  class ShmEndpoint;
+  struct Peer;
+  struct PeerAddress;
+  using Clock = std::chrono::steady_clock;
+
+  ShmTransport(const TransportOptions& options, const ShmTuning& tuning);
+  Status CreateSegment();
+  // Connect, step by step (shm_connect.cc).
+  Status ConnectPeers(const std::vector<std::string>& addresses, Deadline deadline);
+  Status MapPeer(int rank, const std::string& address, std::unique_ptr<Peer>* peer);
+  shm::PullMethod ProbePull(const Peer& peer) const;
+  Status AwaitAttachments(int expected, const std::vector<std::unique_ptr<Peer>>& peers, Deadline deadline);
+  Status VerifySenders(const std::vector<std::unique_ptr<Peer>>& peers) const;
+
+  Status Post(int peer, TransferRequest* request, bool is_send);
+  Status PumpAll(bool* progressed);
+  Status PumpPeer(Peer& peer, bool* progressed);
+  Status CheckPeers();
+  Status Wait(int timeout_ms);
+  Status SleepOnce(int64_t timeout_us);
+  Status Fail(Status status);
+  shm::SegmentHeader* header() const { return static_cast<shm::SegmentHeader*>(segment_->data()); }
+
+  TransportOptions options_;
+  ShmTuning tuning_;
+  pid_t pid_;
+  std::string host_;
+  std::unique_ptr<shm::ShmSegment> segment_;
+  std::string local_address_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self and other hosts
+  std::vector<Peer*> connected_peers_;
+  bool connected_ = false;
+  shm::ShmStats stats_;
+  Clock::time_point next_liveness_check_ = {};
+  Status error_;
+  std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the peers
+  std::atomic<bool> shut_down_{false};
+  std::atomic<bool> wakeup_requested_{false};
+};
+
+}  // namespace chorus
