@@ -1,0 +1,38 @@
+// The emulated cluster of perf/cluster/: hosts as network namespaces with
+// rate-limited links, one rank per host over TCP. Needs root (ip netns, tc);
+// skipped without it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/perf/cli_runner.h"
+
+namespace chorus_perf_test {
+namespace {
+
+std::string ClusterScript() { return std::string(CHORUS_SOURCE_DIR) + "/perf/cluster/cluster.sh"; }
+
+TEST(EmulatedClusterTest, AllReduceAcrossThreeHostsIsCorrectAndTornDown) {
+  const CliRun run = RunCommand(ClusterScript() + " -n 3 -r 1gbit -t 60 -- " + PerfBinary("all_reduce") +
+                                    " -b 8 -e 1M -f 32 -n 2 -w 1",
+                                120);
+  if (run.exit_code == 77) GTEST_SKIP() << "needs root with ip and tc: " << (run.out + run.err);
+  ASSERT_EQ(run.exit_code, 0) << (run.out + run.err);
+  EXPECT_NE(run.out.find("[host0] # chorus"), std::string::npos) << (run.out + run.err);
+  EXPECT_NE(run.out.find("3 ranks in 3 processes"), std::string::npos) << (run.out + run.err);
+  EXPECT_NE(run.out.find("[host0] # Out of bounds values : 0 OK"), std::string::npos) << (run.out + run.err);
+  // Every namespace the script made is gone again.
+  const CliRun left = RunCommand("ip netns list | grep -c '^chorus' || true", 10);
+  EXPECT_EQ(left.out.find_first_not_of("0\n"), std::string::npos) << left.out;
+}
+
+TEST(EmulatedClusterTest, FailingRankMakesTheRunFailAndStillTearsDown) {
+  const CliRun run = RunCommand(ClusterScript() + " -n 2 -t 30 -- sh -c 'exit {rank}'", 60);
+  if (run.exit_code == 77) GTEST_SKIP() << "needs root with ip and tc: " << (run.out + run.err);
+  EXPECT_EQ(run.exit_code, 1) << (run.out + run.err);
+  const CliRun left = RunCommand("ip netns list | grep -c '^chorus' || true", 10);
+  EXPECT_EQ(left.out.find_first_not_of("0\n"), std::string::npos) << left.out;
+}
+
+}  // namespace
+}  // namespace chorus_perf_test
