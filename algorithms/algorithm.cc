@@ -43,9 +43,12 @@ std::string Normalize(const std::string& text) {
   return out;
 }
 
+constexpr size_t kAlgorithmCount = static_cast<size_t>(Algorithm::kCount);
+
 bool ParseAlgorithmName(const std::string& name, Algorithm* algo) {
-  for (Algorithm candidate : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree}) {
-    if (name == AlgorithmName(candidate)) {
+  for (size_t i = 0; i < kAlgorithmCount; ++i) {
+    const auto candidate = static_cast<Algorithm>(i);
+    if (name == Normalize(AlgorithmName(candidate))) {
       *algo = candidate;
       return true;
     }
@@ -94,6 +97,45 @@ Status ValidateArgs(const CollectiveArgs& args) {
   return Status::Ok();
 }
 
+using Builder = Status (*)(const CollectiveArgs&, Schedule*);
+
+// The builder of (algo, coll), or nullptr. Supports() is the contract; this
+// is the table behind it.
+Builder FindBuilder(Algorithm algo, Collective coll) {
+  struct Entry {
+    Algorithm algo;
+    Collective coll;
+    Builder build;
+  };
+  static constexpr Entry kBuilders[] = {
+      {Algorithm::kRing, Collective::kAllReduce, BuildRingAllReduce},
+      {Algorithm::kRing, Collective::kBroadcast, BuildRingBroadcast},
+      {Algorithm::kRing, Collective::kReduce, BuildRingReduce},
+      {Algorithm::kRing, Collective::kAllGather, BuildRingAllGather},
+      {Algorithm::kRing, Collective::kReduceScatter, BuildRingReduceScatter},
+      {Algorithm::kRing, Collective::kAllToAll, BuildRingAllToAll},
+      {Algorithm::kRing, Collective::kGather, BuildRingGather},
+      {Algorithm::kRing, Collective::kScatter, BuildRingScatter},
+      {Algorithm::kTree, Collective::kAllReduce, BuildTreeAllReduce},
+      {Algorithm::kTree, Collective::kBroadcast, BuildTreeBroadcast},
+      {Algorithm::kTree, Collective::kReduce, BuildTreeReduce},
+      {Algorithm::kParameterServer, Collective::kAllReduce, BuildParameterServerAllReduce},
+      {Algorithm::kParameterServer, Collective::kBroadcast, BuildParameterServerBroadcast},
+      {Algorithm::kParameterServer, Collective::kReduce, BuildParameterServerReduce},
+      {Algorithm::kShardedParameterServer, Collective::kAllReduce, BuildShardedParameterServerAllReduce},
+      {Algorithm::kHalvingDoubling, Collective::kAllReduce, BuildHalvingDoublingAllReduce},
+      {Algorithm::kDoubleBinaryTree, Collective::kAllReduce, BuildDoubleTreeAllReduce},
+      {Algorithm::kDoubleBinaryTree, Collective::kBroadcast, BuildDoubleTreeBroadcast},
+      {Algorithm::kDoubleBinaryTree, Collective::kReduce, BuildDoubleTreeReduce},
+      {Algorithm::kChain, Collective::kBroadcast, BuildChainBroadcast},
+      {Algorithm::kChain, Collective::kReduce, BuildChainReduce},
+  };
+  for (const Entry& entry : kBuilders) {
+    if (entry.algo == algo && entry.coll == coll) return entry.build;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* AlgorithmName(Algorithm algo) {
@@ -104,6 +146,18 @@ const char* AlgorithmName(Algorithm algo) {
       return "ring";
     case Algorithm::kTree:
       return "tree";
+    case Algorithm::kParameterServer:
+      return "ps";
+    case Algorithm::kShardedParameterServer:
+      return "ps_sharded";
+    case Algorithm::kHalvingDoubling:
+      return "hd";
+    case Algorithm::kDoubleBinaryTree:
+      return "dbtree";
+    case Algorithm::kChain:
+      return "chain";
+    case Algorithm::kCount:
+      break;
   }
   return "unknown";
 }
@@ -123,7 +177,7 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     Algorithm algo;
     if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
       return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec,
-                             "' (expected ring, tree or auto)");
+                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree or chain)");
     }
     if (colon == std::string::npos) {
       // A bare name applies to every collective that has such a builder.
@@ -152,8 +206,16 @@ bool Supports(Algorithm algo, Collective coll) {
     case Algorithm::kRing:
       return static_cast<size_t>(coll) < kCollectiveCount;
     case Algorithm::kTree:
+    case Algorithm::kParameterServer:
+    case Algorithm::kDoubleBinaryTree:
       return coll == Collective::kAllReduce || coll == Collective::kBroadcast || coll == Collective::kReduce;
+    case Algorithm::kShardedParameterServer:
+    case Algorithm::kHalvingDoubling:
+      return coll == Collective::kAllReduce;
+    case Algorithm::kChain:
+      return coll == Collective::kBroadcast || coll == Collective::kReduce;
     case Algorithm::kAuto:
+    case Algorithm::kCount:
       return false;
   }
   return false;
@@ -190,39 +252,8 @@ Status BuildSchedule(const CollectiveArgs& args, Algorithm algo, Schedule* out) 
                  args.count * DataTypeSize(args.dtype));
     return builder.Finish();
   }
-  if (algo == Algorithm::kTree) {
-    switch (args.coll) {
-      case Collective::kAllReduce:
-        return BuildTreeAllReduce(args, out);
-      case Collective::kBroadcast:
-        return BuildTreeBroadcast(args, out);
-      case Collective::kReduce:
-        return BuildTreeReduce(args, out);
-      default:
-        break;
-    }
-  } else {
-    switch (args.coll) {
-      case Collective::kAllReduce:
-        return BuildRingAllReduce(args, out);
-      case Collective::kBroadcast:
-        return BuildRingBroadcast(args, out);
-      case Collective::kReduce:
-        return BuildRingReduce(args, out);
-      case Collective::kAllGather:
-        return BuildRingAllGather(args, out);
-      case Collective::kReduceScatter:
-        return BuildRingReduceScatter(args, out);
-      case Collective::kAllToAll:
-        return BuildRingAllToAll(args, out);
-      case Collective::kGather:
-        return BuildRingGather(args, out);
-      case Collective::kScatter:
-        return BuildRingScatter(args, out);
-      default:
-        break;
-    }
-  }
+  const Builder builder = FindBuilder(algo, args.coll);
+  if (builder != nullptr) return builder(args, out);
   return InternalError("no builder for ", CollectiveName(args.coll), " with ", AlgorithmName(algo));
 }
 

@@ -10,7 +10,18 @@
 
 namespace chorus {
 
-enum class Algorithm : uint8_t { kAuto = 0, kRing, kTree };
+// Values are stable (logged, cached, compared): append new ones at the end.
+enum class Algorithm : uint8_t {
+  kAuto = 0,
+  kRing,
+  kTree,
+  kParameterServer,         // "ps": one server rank (root) reduces everything
+  kShardedParameterServer,  // "ps_sharded": k servers, each owning 1/k
+  kHalvingDoubling,         // "hd": Rabenseifner's recursive halving-doubling
+  kDoubleBinaryTree,        // "dbtree": NCCL's two complementary binary trees
+  kChain,                   // "chain": pipelined chain with explicit segments
+  kCount                    // number of values (not an algorithm)
+};
 
 const char* AlgorithmName(Algorithm algo);
 
@@ -19,15 +30,20 @@ struct AlgorithmTable {
   std::array<Algorithm, static_cast<size_t>(Collective::kCount)> forced{};
 };
 
-// Parses NCCL-style CHORUS_ALGO: "ring", "tree" (applies to all that support
-// it) or "allreduce:tree;broadcast:ring". Unknown names -> InvalidArgument.
+// Parses NCCL-style CHORUS_ALGO: a bare name such as "ring" or "dbtree"
+// (applies to every collective that supports it) or per-collective entries
+// "allreduce:hd;broadcast:chain". Names: auto, ring, tree, ps, ps_sharded,
+// hd, dbtree, chain ('_' and '-' and case are ignored). Unknown names ->
+// InvalidArgument.
 Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table);
 
-// True when `algo` has a builder for `coll` (ring: all; tree: AllReduce,
-// Broadcast, Reduce).
+// True when `algo` has a builder for `coll`: ring: all; tree, ps, dbtree:
+// AllReduce, Broadcast, Reduce; ps_sharded, hd: AllReduce; chain: Broadcast,
+// Reduce.
 bool Supports(Algorithm algo, Collective coll);
 
-// Resolves kAuto and unsupported forced choices with a size-based default.
+// Resolves kAuto and unsupported forced choices with a size-based default
+// (ring or tree only: the other algorithms are chosen explicitly).
 Algorithm ChooseAlgorithm(const CollectiveArgs& args, const AlgorithmTable& table);
 
 // Builds the schedule of `args.rank`. `algo` must not be kAuto.

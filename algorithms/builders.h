@@ -1,7 +1,8 @@
 // One schedule builder per (collective, algorithm), each in its own file under
-// ring/ or tree/. BuildSchedule (algorithm.cc) validates the arguments and
-// dispatches here, so builders may assume 0 <= rank, root < nranks, count > 0,
-// nranks > 1 where they say so, and a valid dtype.
+// the algorithm's folder (ring/, tree/, ps/, hd/, dbtree/, chain/).
+// BuildSchedule (algorithm.cc) validates the arguments and dispatches here,
+// so builders may assume 0 <= rank, root < nranks, count > 0, nranks > 1
+// where they say so, and a valid dtype.
 #pragma once
 
 #include "algorithms/collective.h"
@@ -22,5 +23,19 @@ Status BuildRingScatter(const CollectiveArgs& args, Schedule* out);
 Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out);
 Status BuildTreeBroadcast(const CollectiveArgs& args, Schedule* out);
 Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out);
+
+Status BuildParameterServerAllReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildParameterServerBroadcast(const CollectiveArgs& args, Schedule* out);
+Status BuildParameterServerReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildShardedParameterServerAllReduce(const CollectiveArgs& args, Schedule* out);
+
+Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out);
+
+Status BuildDoubleTreeAllReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildDoubleTreeBroadcast(const CollectiveArgs& args, Schedule* out);
+Status BuildDoubleTreeReduce(const CollectiveArgs& args, Schedule* out);
+
+Status BuildChainBroadcast(const CollectiveArgs& args, Schedule* out);
+Status BuildChainReduce(const CollectiveArgs& args, Schedule* out);
 
 }  // namespace chorus

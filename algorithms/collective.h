@@ -38,6 +38,15 @@ struct CollectiveArgs {
   int nranks = 1;
   int rank = 0;
   bool in_place = false;
+  // Pipeline segment of the pipelined builders (chain, tree, dbtree, ps): each
+  // of their steps is cut into steps of this many bytes (rounded down to
+  // whole elements, at least one) with per-segment dependencies, so that hops
+  // overlap even when the executor's chunk is larger. 0 = one step per hop,
+  // pipelined by the executor's chunking only.
+  size_t segment_bytes = 0;
+  // Number of server ranks of the sharded parameter server ("ps_sharded"):
+  // ranks 0..k-1 each own 1/k of the vector. 0 (or more than nranks) = nranks.
+  int server_count = 0;
 };
 
 // Bytes of the send and receive buffer for these args. The user's buffers

@@ -1,9 +1,11 @@
 // Binomial-tree Broadcast from any root: each rank receives from its parent
 // and forwards to its children, largest subtree first so the deepest branch
-// starts earliest: ceil(log2 p) rounds. Full-length steps with prefix
-// dependencies let every edge pipeline chunk by chunk.
+// starts earliest: ceil(log2 p) rounds. Full-length steps (or
+// args.segment_bytes segments) with prefix dependencies let every edge
+// pipeline chunk by chunk.
 #include "algorithms/builders.h"
 #include "algorithms/schedule_builder.h"
+#include "algorithms/segments.h"
 #include "algorithms/tree/binomial_tree.h"
 
 namespace chorus {
@@ -12,18 +14,22 @@ Status BuildTreeBroadcast(const CollectiveArgs& args, Schedule* out) {
   ScheduleBuilder builder(args, "tree", out);
   const BinomialNode node = BinomialTreeNode(args.rank, args.root, args.nranks);
   const size_t bytes = args.count * builder.element_size();
-  const BufferRange recv{BufferId::kRecv, 0};
+  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  BufferRange source = recv;
-  if (node.parent < 0) {
-    source = BufferRange{BufferId::kSend, 0};
-  } else {
-    builder.Recv(node.parent, recv, bytes);
+  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
+    const ByteRange part = PipelineSegment(bytes, segment, s);
+    const BufferRange recv{BufferId::kRecv, part.offset};
+    BufferRange source = recv;
+    if (node.parent < 0) {
+      source = BufferRange{BufferId::kSend, part.offset};
+    } else {
+      builder.Recv(node.parent, recv, part.bytes);
+    }
+    for (auto child = node.children.rbegin(); child != node.children.rend(); ++child) {
+      builder.Send(*child, source, part.bytes);
+    }
+    if (node.parent < 0) builder.Copy(source, recv, part.bytes);
   }
-  for (auto child = node.children.rbegin(); child != node.children.rend(); ++child) {
-    builder.Send(*child, source, bytes);
-  }
-  if (node.parent < 0) builder.Copy(source, recv, bytes);
   return builder.Finish();
 }
 

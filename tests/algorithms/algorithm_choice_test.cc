@@ -1,6 +1,8 @@
 // CHORUS_ALGO parsing, Supports and the default choice.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "algorithms/algorithm.h"
 
 namespace chorus {
@@ -72,6 +74,62 @@ TEST(ParseAlgorithmSpec, UnknownNamesAreRejectedByName) {
   EXPECT_EQ(ParseAlgorithmSpec(":tree", &table).code(), chorusInvalidArgument);
 }
 
+TEST(ParseAlgorithmSpec, PaperAlgorithmsByName) {
+  AlgorithmTable table;
+  ASSERT_TRUE(ParseAlgorithmSpec("allreduce:hd;broadcast:chain;reduce:dbtree", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(Forced(table, Collective::kBroadcast), Algorithm::kChain);
+  EXPECT_EQ(Forced(table, Collective::kReduce), Algorithm::kDoubleBinaryTree);
+
+  ASSERT_TRUE(ParseAlgorithmSpec("allreduce:ps", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kParameterServer);
+  ASSERT_TRUE(ParseAlgorithmSpec("allreduce:ps_sharded", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kShardedParameterServer);
+  ASSERT_TRUE(ParseAlgorithmSpec("AllReduce:PS-Sharded", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kShardedParameterServer);
+
+  // Bare names apply where a builder exists.
+  ASSERT_TRUE(ParseAlgorithmSpec("dbtree", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kDoubleBinaryTree);
+  EXPECT_EQ(Forced(table, Collective::kBroadcast), Algorithm::kDoubleBinaryTree);
+  EXPECT_EQ(Forced(table, Collective::kReduce), Algorithm::kDoubleBinaryTree);
+  EXPECT_EQ(Forced(table, Collective::kAllGather), Algorithm::kAuto);
+  ASSERT_TRUE(ParseAlgorithmSpec("chain", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kAuto);
+  EXPECT_EQ(Forced(table, Collective::kBroadcast), Algorithm::kChain);
+  EXPECT_EQ(Forced(table, Collective::kReduce), Algorithm::kChain);
+  ASSERT_TRUE(ParseAlgorithmSpec("hd;ps_sharded", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kShardedParameterServer);
+  EXPECT_EQ(Forced(table, Collective::kBroadcast), Algorithm::kAuto);
+  ASSERT_TRUE(ParseAlgorithmSpec("ps", &table).ok());
+  EXPECT_EQ(Forced(table, Collective::kAllReduce), Algorithm::kParameterServer);
+  EXPECT_EQ(Forced(table, Collective::kBroadcast), Algorithm::kParameterServer);
+  EXPECT_EQ(Forced(table, Collective::kReduce), Algorithm::kParameterServer);
+  EXPECT_EQ(Forced(table, Collective::kAllToAll), Algorithm::kAuto);
+
+  Status status = ParseAlgorithmSpec("allreduce:pss", &table);
+  EXPECT_EQ(status.code(), chorusInvalidArgument);
+  EXPECT_NE(status.message().find("ps_sharded"), std::string::npos) << status.message();
+}
+
+TEST(Supports, PaperAlgorithms) {
+  auto supported = [](Algorithm algo) {
+    std::vector<Collective> out;
+    for (size_t i = 0; i < static_cast<size_t>(Collective::kCount); ++i) {
+      if (Supports(algo, static_cast<Collective>(i))) out.push_back(static_cast<Collective>(i));
+    }
+    return out;
+  };
+  using V = std::vector<Collective>;
+  const V rooted = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce};
+  EXPECT_EQ(supported(Algorithm::kParameterServer), rooted);
+  EXPECT_EQ(supported(Algorithm::kDoubleBinaryTree), rooted);
+  EXPECT_EQ(supported(Algorithm::kShardedParameterServer), V{Collective::kAllReduce});
+  EXPECT_EQ(supported(Algorithm::kHalvingDoubling), V{Collective::kAllReduce});
+  EXPECT_EQ(supported(Algorithm::kChain), (V{Collective::kBroadcast, Collective::kReduce}));
+  EXPECT_TRUE(supported(Algorithm::kCount).empty());
+}
+
 TEST(Supports, RingEverywhereTreeForRootedReductions) {
   for (size_t i = 0; i < static_cast<size_t>(Collective::kCount); ++i) {
     const auto coll = static_cast<Collective>(i);
@@ -126,6 +184,34 @@ TEST(Names, CollectivesAndAlgorithms) {
   EXPECT_STREQ(AlgorithmName(Algorithm::kAuto), "auto");
   EXPECT_STREQ(AlgorithmName(Algorithm::kRing), "ring");
   EXPECT_STREQ(AlgorithmName(Algorithm::kTree), "tree");
+  EXPECT_STREQ(AlgorithmName(Algorithm::kParameterServer), "ps");
+  EXPECT_STREQ(AlgorithmName(Algorithm::kShardedParameterServer), "ps_sharded");
+  EXPECT_STREQ(AlgorithmName(Algorithm::kHalvingDoubling), "hd");
+  EXPECT_STREQ(AlgorithmName(Algorithm::kDoubleBinaryTree), "dbtree");
+  EXPECT_STREQ(AlgorithmName(Algorithm::kChain), "chain");
+  // Existing values keep their numbers (logs and caches key on them).
+  EXPECT_EQ(static_cast<int>(Algorithm::kRing), 1);
+  EXPECT_EQ(static_cast<int>(Algorithm::kTree), 2);
+}
+
+// The automatic default never picks the explicit algorithms, at any size or
+// rank count; forcing them works where they have a builder.
+TEST(ChooseAlgorithm, PaperAlgorithmsOnlyWhenForced) {
+  const AlgorithmTable automatic;
+  for (size_t i = 0; i < static_cast<size_t>(Collective::kCount); ++i) {
+    for (int nranks : {2, 3, 8, 64, 1024}) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{1} << 14, size_t{1} << 16, size_t{1} << 26}) {
+        const Algorithm algo = ChooseAlgorithm(Args(static_cast<Collective>(i), nranks, count), automatic);
+        EXPECT_TRUE(algo == Algorithm::kRing || algo == Algorithm::kTree) << AlgorithmName(algo);
+      }
+    }
+  }
+  AlgorithmTable table;
+  ASSERT_TRUE(ParseAlgorithmSpec("allreduce:hd;broadcast:chain;reduce:ps;allgather:dbtree", &table).ok());
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllReduce, 8, 1 << 20), table), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kBroadcast, 8, 1), table), Algorithm::kChain);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kReduce, 8, 1), table), Algorithm::kParameterServer);
+  EXPECT_EQ(ChooseAlgorithm(Args(Collective::kAllGather, 8, 1), table), Algorithm::kRing);
 }
 
 TEST(BufferBytes, FollowNcclLayouts) {

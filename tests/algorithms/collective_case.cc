@@ -54,8 +54,8 @@ std::string DescribeCase(const CollectiveCase& c) {
   std::ostringstream out;
   out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
       << " root=" << c.root << (c.in_place ? " in-place" : " out-of-place") << " " << DataTypeName(c.dtype) << " "
-      << ReduceOpName(c.op) << " chunk=" << c.run.chunk_bytes << (c.run.rendezvous ? " rendezvous" : " eager")
-      << " seed=" << c.run.seed;
+      << ReduceOpName(c.op) << " segment=" << c.segment_bytes << " servers=" << c.server_count
+      << " chunk=" << c.run.chunk_bytes << (c.run.rendezvous ? " rendezvous" : " eager") << " seed=" << c.run.seed;
   return out.str();
 }
 
@@ -80,6 +80,8 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
     args.nranks = p;
     args.rank = r;
     args.in_place = c.in_place;
+    args.segment_bytes = c.segment_bytes;
+    args.server_count = c.server_count;
     Status status = BuildSchedule(args, c.algo, &schedules[r]);
     if (!status.ok()) return "rank " + std::to_string(r) + ": " + status.message();
 

@@ -22,6 +22,8 @@ struct CollectiveCase {
   bool in_place = false;
   DataType dtype = chorusInt32;
   ReduceOp op = ReduceOp::kSum;
+  size_t segment_bytes = 0;  // CollectiveArgs::segment_bytes
+  int server_count = 0;      // CollectiveArgs::server_count
   VirtualRunOptions run;
 };
 

@@ -41,7 +41,8 @@ TEST(ScheduleProperties, HugeCountsStayConsistent) {
   const size_t count = (size_t{1} << 31) + 3;  // 16 GiB of float64 per block
   const int p = 5;
   for (Collective coll : kAll) {
-    for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+    for (size_t a = 1; a < static_cast<size_t>(Algorithm::kCount); ++a) {
+      const auto algo = static_cast<Algorithm>(a);
       if (!Supports(algo, coll)) continue;
       for (bool in_place : {false, true}) {
         CollectiveArgs args = Args(coll, p, 0, count, chorusFloat64);
@@ -95,7 +96,8 @@ TEST(ScheduleProperties, RingAllReduceSegmentsCoverHugeBuffer) {
 
 TEST(ScheduleProperties, ZeroCountIsEmpty) {
   for (Collective coll : kAll) {
-    for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+    for (size_t a = 1; a < static_cast<size_t>(Algorithm::kCount); ++a) {
+      const auto algo = static_cast<Algorithm>(a);
       if (!Supports(algo, coll)) continue;
       Schedule schedule;
       schedule.steps.resize(3);  // stale content must be cleared
@@ -123,16 +125,30 @@ TEST(ScheduleProperties, OneRankIsALocalCopy) {
 
 // The executor pipelines a dependency only when both steps have the same
 // length. The chain and tree algorithms must be fully pipelined, and the
-// ring allreduce must pipeline every segment hand-off.
+// ring allreduce must pipeline every segment hand-off. (Halving-doubling
+// cannot: each round sends half of what it just reduced.)
 TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
   struct Case {
     Collective coll;
     Algorithm algo;
   };
-  const Case cases[] = {{Collective::kAllReduce, Algorithm::kRing}, {Collective::kAllReduce, Algorithm::kTree},
-                        {Collective::kBroadcast, Algorithm::kRing}, {Collective::kBroadcast, Algorithm::kTree},
-                        {Collective::kReduce, Algorithm::kRing},    {Collective::kReduce, Algorithm::kTree},
-                        {Collective::kAllGather, Algorithm::kRing}, {Collective::kReduceScatter, Algorithm::kRing}};
+  const Case cases[] = {{Collective::kAllReduce, Algorithm::kRing},
+                        {Collective::kAllReduce, Algorithm::kTree},
+                        {Collective::kBroadcast, Algorithm::kRing},
+                        {Collective::kBroadcast, Algorithm::kTree},
+                        {Collective::kReduce, Algorithm::kRing},
+                        {Collective::kReduce, Algorithm::kTree},
+                        {Collective::kAllGather, Algorithm::kRing},
+                        {Collective::kReduceScatter, Algorithm::kRing},
+                        {Collective::kAllReduce, Algorithm::kParameterServer},
+                        {Collective::kBroadcast, Algorithm::kParameterServer},
+                        {Collective::kReduce, Algorithm::kParameterServer},
+                        {Collective::kAllReduce, Algorithm::kShardedParameterServer},
+                        {Collective::kAllReduce, Algorithm::kDoubleBinaryTree},
+                        {Collective::kBroadcast, Algorithm::kDoubleBinaryTree},
+                        {Collective::kReduce, Algorithm::kDoubleBinaryTree},
+                        {Collective::kBroadcast, Algorithm::kChain},
+                        {Collective::kReduce, Algorithm::kChain}};
   for (const Case& c : cases) {
     for (int p : {2, 3, 8, 13}) {
       for (bool in_place : {false, true}) {

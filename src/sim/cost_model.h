@@ -1,0 +1,43 @@
+// Closed-form alpha-beta-gamma costs per (algorithm, collective), for the
+// tuner and as a check on the simulator. alpha: latency per message, beta:
+// seconds per byte of a link, gamma: seconds per byte reduced. n is the
+// nccl-tests size per rank's block (count * element size). Formulas assume
+// one link class (a uniform cluster) and a schedule cut into chunks of
+// chunk_bytes (0: whole steps, no pipelining).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "sim/cluster_model.h"
+
+namespace chorus::sim {
+
+struct CostParams {
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+  double gamma_s_per_byte = 0;
+  size_t chunk_bytes = 0;
+};
+
+// The link class the collective crosses: inter-host when there are several
+// hosts (the slower class bounds a ring or tree that spans them).
+CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes);
+
+// Seconds for `call` (count, dtype, nranks, coll) with `algo`. Returns false
+// when there is no formula for the pair. ring and tree (binomial) are exact
+// for whole steps; ps, ps_sharded, hd, dbtree and chain are the textbook
+// estimates (matched by name, so new algorithms need only a case here).
+bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& params, double* seconds);
+
+// FireCaffe's central parameter server for an allreduce of n bytes over p
+// workers: every worker's gradient crosses the server's port in, the sum
+// crosses it out, p-1 times each: 2 alpha + 2 (p-1) n beta + (p-1) n gamma.
+double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& params);
+
+// Every concrete algorithm of the enum (kAuto excluded) that has a builder
+// for `coll`, in enum order: new algorithms appear here by themselves.
+std::vector<Algorithm> AlgorithmsSupporting(Collective coll);
+
+}  // namespace chorus::sim

@@ -1,0 +1,60 @@
+// Discrete-event replay of the schedules of all ranks of one collective on a
+// ClusterModel. It follows the execution rules of algorithms/schedule.h:
+// steps cut into chunks, prefix dependencies, per-pair FIFO matching of send
+// and receive chunks; a send chunk completes when it is delivered.
+//
+// Transfers reserve the ports on their path (sender out, receiver in, and
+// both host NICs between hosts) first come first served in order of the time
+// the chunk is ready; the last byte arrives alpha after the transfer ends.
+// Reductions hold the rank's single compute resource for bytes * gamma.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "base/status.h"
+#include "sim/cluster_model.h"
+
+namespace chorus::sim {
+
+struct SimOptions {
+  // Chunk size of the executor (512 KiB by default there). 0 simulates whole
+  // steps (segment granularity): faster, and no pipelining inside a step.
+  size_t chunk_bytes = 512 * 1024;
+  // Build rank 0 and a few sample ranks; when their compact schedules (peers
+  // relative to the rank) are identical, assume every rank's is and build no
+  // more. Saves minutes at 4096 ranks for ring-like algorithms; turn it off
+  // to build every rank.
+  bool reuse_symmetric_schedules = true;
+  // Chunks in flight from one rank to one peer (the executor's default).
+  int max_inflight_per_peer = 8;
+};
+
+struct SimResult {
+  double time_s = 0;      // last chunk done on any rank
+  double algbw_Bps = 0;   // nccl-tests size / time
+  double busbw_Bps = 0;   // algbw * nccl-tests factor
+  uint64_t intra_host_bytes = 0;
+  uint64_t inter_host_bytes = 0;
+  uint64_t max_rank_sent_bytes = 0;      // busiest rank outbound port
+  uint64_t max_rank_received_bytes = 0;  // busiest rank inbound port
+  uint64_t max_host_nic_bytes = 0;       // busiest host NIC, either direction
+  uint64_t steps = 0;                    // over all ranks
+  uint64_t transfers = 0;                // chunks sent over all ranks
+  size_t distinct_schedules = 0;
+};
+
+// Simulates `call` (rank ignored; nranks must equal cluster.nranks()) with
+// `algo`. Fails when the algorithm has no builder, a builder fails, or the
+// schedules do not match (a send without its receive, a deadlock).
+Status Simulate(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster, const SimOptions& options,
+                SimResult* result);
+
+// Replays hand-made schedules, one per rank (e.g. a gossip exchange that is
+// no Algorithm). algbw and busbw stay 0: there is no call to size them.
+Status SimulateSchedules(const std::vector<Schedule>& schedules, const ClusterModel& cluster,
+                         const SimOptions& options, SimResult* result);
+
+}  // namespace chorus::sim
