@@ -24,7 +24,7 @@ Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out) 
   const BufferRange send_all{BufferId::kSend, 0};
   const BufferRange recv_all{BufferId::kRecv, 0};
 
-  // Fold: even ranks below 2r sit out the power-of-two part.
+  // Fold: the even ranks of the first 2r sit out the power-of-two part.
   if (rank < 2 * folded && rank % 2 == 0) {
     builder.Send(rank + 1, send_all, bytes);
     builder.Recv(rank + 1, recv_all, bytes);

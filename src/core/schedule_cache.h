@@ -16,7 +16,7 @@ class ScheduleCache {
   // Returns the schedule of `args` under `algo`, building it on first use.
   Status Get(const CollectiveArgs& args, Algorithm algo, std::shared_ptr<const Schedule>* out) {
     Key key{static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), static_cast<int>(args.op),
-            args.root, args.in_place, static_cast<int>(algo)};
+            args.root, args.in_place, static_cast<int>(algo), args.segment_bytes, args.server_count};
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {
@@ -33,7 +33,7 @@ class ScheduleCache {
 
  private:
   static constexpr size_t kMaxEntries = 512;
-  using Key = std::tuple<int, size_t, int, int, int, bool, int>;
+  using Key = std::tuple<int, size_t, int, int, int, bool, int, size_t, int>;
   std::mutex mutex_;
   std::map<Key, std::shared_ptr<const Schedule>> cache_;
 };

@@ -90,7 +90,8 @@ TEST_P(AlgorithmSelectionTest, ThroughEnvironment) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, AlgorithmSelectionTest,
                          testing::Values("ring", "tree", "allreduce:tree;broadcast:ring",
-                                         "allreduce:ring;broadcast:tree"),
+                                         "allreduce:ring;broadcast:tree", "ps", "allreduce:ps_sharded",
+                                         "allreduce:hd", "dbtree", "broadcast:chain;allreduce:hd"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            std::string name;
                            for (const char* c = info.param; *c; ++c) {
