@@ -52,10 +52,10 @@ configure_and_build() {
   local dir=$1 sanitize=$2
   if [ -f "$dir/meson-private/coredata.dat" ]; then
     meson setup --reconfigure "$dir" -Db_sanitize="$sanitize" -Db_lundef=false \
-      -Dbuildtype=debugoptimized >/dev/null || return 1
+      -Dbuildtype=debugoptimized || return 1
   else
     meson setup "$dir" -Db_sanitize="$sanitize" -Db_lundef=false \
-      -Dbuildtype=debugoptimized >/dev/null || return 1
+      -Dbuildtype=debugoptimized || return 1
   fi
   # -k 0: build everything that still compiles, so one broken target (another
   # layer mid-edit) does not hide the rest of the suite.

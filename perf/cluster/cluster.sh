@@ -70,6 +70,7 @@ burst_bytes=$(( $(rate_bits "$rate") / 8 / 100 ))
 [ "$burst_bytes" -lt 65536 ] && burst_bytes=65536
 limit() { tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency 50ms; }
 
+echo "cluster: namespaces ${prefix}h0..${prefix}h$((hosts - 1)) and $switch, links $rate" >&2
 set -e
 ip netns add "$switch"
 ip -n "$switch" link add br0 type bridge

@@ -24,6 +24,11 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_KERNELS", "string", "auto",
        "CPU reduction kernels: auto (best the CPU supports), avx512, avx2 or portable. "
        "An ISA the CPU lacks falls back to the best available."},
+      {"CHORUS_TUNER", "string", "model",
+       "model: pick each call's algorithm by the alpha-beta-gamma cost model, with link parameters measured at "
+       "communicator creation (or from CHORUS_TUNE_FILE); static: a fixed size rule."},
+      {"CHORUS_TUNE_FILE", "string", "",
+       "File with 'alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>' to use instead of measuring at creation."},
       {"CHORUS_ALGO", "string", "", "Force algorithms: ring, tree, or per collective 'allreduce:tree;broadcast:ring'."},
       {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
       {"CHORUS_SECRET", "hex128", "",
@@ -107,6 +112,11 @@ Status Settings::FromEnvironment(Settings* out) {
   settings.algo = EnvValue("CHORUS_ALGO");
   settings.socket_ifname = EnvValue("CHORUS_SOCKET_IFNAME");
   settings.transport = EnvValue("CHORUS_TRANSPORT");
+  settings.tuner = EnvValue("CHORUS_TUNER");
+  if (settings.tuner != "model" && settings.tuner != "static") {
+    return InvalidArgument("CHORUS_TUNER must be model or static, not '", settings.tuner, "'");
+  }
+  settings.tune_file = EnvValue("CHORUS_TUNE_FILE");
   if (settings.transport != "auto" && settings.transport != "tcp") {
     return InvalidArgument("CHORUS_TRANSPORT must be auto or tcp, not '", settings.transport, "'");
   }

@@ -38,6 +38,8 @@ struct Settings {
   std::string algo;
   std::string socket_ifname;
   std::string transport;  // "auto" or "tcp"
+  std::string tuner;      // "model" or "static"
+  std::string tune_file;
 
   static Status FromEnvironment(Settings* out);
 };

@@ -28,6 +28,8 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->algo_spec = settings.algo;
   options->socket_ifname = settings.socket_ifname;
   options->use_shm = settings.transport == "auto";
+  options->use_tuner = settings.tuner == "model";
+  options->tune_file = settings.tune_file;
   if (config != nullptr) {
     if (config->magic != CHORUS_CONFIG_MAGIC || config->size < sizeof(chorusConfig_t)) {
       return InvalidArgument("config was not initialised with CHORUS_CONFIG_INITIALIZER");

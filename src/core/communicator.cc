@@ -1,6 +1,7 @@
 #include "core/communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "base/log.h"
@@ -80,6 +81,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
                 options.nsocks, ", chunk ", options.chunk_bytes, " B)");
   }
   comm->transport_ = std::move(mux);
+  if (options.use_tuner) CHORUS_RETURN_IF_ERROR(comm->Calibrate().WithContext(StrCat("rank ", rank, ": tuning")));
   *out = std::move(comm);
   return Status::Ok();
 }
@@ -135,7 +137,7 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
   for (const Operation& op : ops) {
     if (op.kind != Operation::Kind::kCollective) continue;
     const CollectiveArgs& args = op.args;
-    Algorithm algo = ChooseAlgorithm(args, options_.algorithms);
+    Algorithm algo = ChooseFor(op);
     std::shared_ptr<const Schedule> schedule;
     CHORUS_RETURN_IF_ERROR(schedules_.Get(args, algo, &schedule));
     CHORUS_TRACE("COLL", "rank ", rank_, " ", CollectiveName(args.coll), " count ", args.count, " ",
@@ -256,6 +258,87 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
     size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);
     DivideKernel(op.recv, count, args.dtype, nranks_);
   }
+  return Status::Ok();
+}
+
+Algorithm Communicator::ChooseFor(const Operation& op) {
+  const CollectiveArgs& args = op.args;
+  if (op.algorithm != Algorithm::kAuto) return Supports(op.algorithm, args.coll) ? op.algorithm : Algorithm::kRing;
+  bool forced = options_.algorithms.forced[static_cast<size_t>(args.coll)] != Algorithm::kAuto;
+  if (forced || !tuner_.valid() || nranks_ == 1) return ChooseAlgorithm(args, options_.algorithms);
+  TunerChoice choice = ChooseByCost(args, tuner_);
+  if (CurrentLogLevel() >= LogLevel::kInfo && logged_choices_.size() < 256) {
+    std::pair<int, size_t> key(static_cast<int>(args.coll), args.count * DataTypeSize(args.dtype));
+    if (std::find(logged_choices_.begin(), logged_choices_.end(), key) == logged_choices_.end()) {
+      logged_choices_.push_back(key);
+      std::string others;
+      for (size_t i = 1; i < choice.candidates.size(); ++i) {
+        others += StrCat(", ", AlgorithmName(choice.candidates[i].first), " ", choice.candidates[i].second * 1e6, " us");
+      }
+      CHORUS_INFO("TUNE", "rank ", rank_, " ", CollectiveName(args.coll), " ", key.second, " B on ", nranks_,
+                  " ranks: ", AlgorithmName(choice.algorithm), ", predicted ", choice.predicted_s * 1e6, " us",
+                  others);
+    }
+  }
+  return choice.algorithm;
+}
+
+Status Communicator::TimeAllReduce(size_t bytes, int iterations, double* seconds) {
+  std::vector<float> buffer(bytes / sizeof(float), 1.0f);
+  Operation op;
+  op.args.coll = Collective::kAllReduce;
+  op.args.count = buffer.size();
+  op.args.dtype = chorusFloat32;
+  op.args.nranks = nranks_;
+  op.args.rank = rank_;
+  op.args.in_place = true;
+  op.send = buffer.data();
+  op.recv = buffer.data();
+  op.algorithm = Algorithm::kRing;
+  CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {op}));  // warm-up: connections, caches
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {op}));
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+  return Status::Ok();
+}
+
+Status Communicator::Calibrate() {
+  if (!options_.tune_file.empty()) {
+    tuner_.chunk_bytes = options_.chunk_bytes;
+    CHORUS_RETURN_IF_ERROR(ReadTuneFile(options_.tune_file, &tuner_));
+    CHORUS_INFO("TUNE", "rank ", rank_, ": model from ", options_.tune_file);
+    return Status::Ok();
+  }
+  if (nranks_ == 1) return Status::Ok();
+  // A small and a larger ring allreduce give alpha and beta of the links
+  // this communicator spans; a local reduction gives gamma. Times are
+  // max-reduced so that every rank builds the same model and picks alike.
+  constexpr size_t kSmallBytes = 8, kLargeBytes = 256 * 1024;
+  double times[3] = {0, 0, 0};
+  CHORUS_RETURN_IF_ERROR(TimeAllReduce(kSmallBytes, 8, &times[0]));
+  CHORUS_RETURN_IF_ERROR(TimeAllReduce(kLargeBytes, 2, &times[1]));
+  {
+    std::vector<float> a(kLargeBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 4; ++i) ReduceKernel(a.data(), a.data(), b.data(), a.size(), chorusFloat32, ReduceOp::kSum);
+    times[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 4 / kLargeBytes;
+  }
+  Operation agree;
+  agree.args.coll = Collective::kAllReduce;
+  agree.args.count = 3;
+  agree.args.dtype = chorusFloat64;
+  agree.args.op = ReduceOp::kMax;
+  agree.args.nranks = nranks_;
+  agree.args.rank = rank_;
+  agree.args.in_place = true;
+  agree.send = times;
+  agree.recv = times;
+  agree.algorithm = Algorithm::kRing;
+  CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {agree}));
+  tuner_ = ModelFromRingTimings(nranks_, kSmallBytes, times[0], kLargeBytes, times[1], times[2], options_.chunk_bytes);
+  CHORUS_INFO("TUNE", "rank ", rank_, ": measured alpha ", tuner_.alpha_s * 1e6, " us, bandwidth ",
+              1e-9 / tuner_.beta_s_per_byte, " GB/s, reduction ", 1e-9 / std::max(1e-15, tuner_.gamma_s_per_byte),
+              " GB/s");
   return Status::Ok();
 }
 

@@ -16,6 +16,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
+#include "core/tuner.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
 
@@ -28,6 +29,8 @@ struct CommOptions {
   std::string algo_spec;
   std::string socket_ifname;
   bool use_shm = true;  // CHORUS_TRANSPORT=auto: shared memory between ranks of one host
+  bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
+  std::string tune_file;  // CHORUS_TUNE_FILE
   AlgorithmTable algorithms;
 };
 
@@ -50,6 +53,7 @@ class Communicator {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   const CommOptions& options() const { return options_; }
+  const TunerModel& tuner() const { return tuner_; }
 
   // Reserves this call's place in the communicator's order. Calls run in
   // ticket order whatever thread or stream runs them.
@@ -79,6 +83,11 @@ class Communicator {
  private:
   Communicator(int rank, int nranks, const CommOptions& options);
   Status RunOperations(const std::vector<Operation>& ops);
+  Algorithm ChooseFor(const Operation& op);
+  // Fills tuner_ from CHORUS_TUNE_FILE or a short measurement on this
+  // communicator (collective: every rank runs it at creation).
+  Status Calibrate();
+  Status TimeAllReduce(size_t bytes, int iterations, double* seconds);
   void Fail(const Status& status);
 
   const int rank_;
@@ -87,6 +96,8 @@ class Communicator {
   std::unique_ptr<Transport> transport_;
   ScheduleCache schedules_;
   Workspace scratch_, staging_;
+  TunerModel tuner_;
+  std::vector<std::pair<int, size_t>> logged_choices_;  // (collective, bytes) already logged
 
   // Issue order.
   std::mutex order_mutex_;

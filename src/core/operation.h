@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "algorithms/algorithm.h"
 #include "algorithms/collective.h"
 
 namespace chorus {
@@ -26,6 +27,10 @@ struct Operation {
 
   // Reductions the kernels do not know: Avg divides the result by nranks;
   // PreMulSum scales each input by `scalar` (one element of args.dtype).
+  // Internal calls (calibration) may pin an algorithm; kAuto lets the
+  // communicator choose (CHORUS_ALGO, then the tuner, then the default).
+  Algorithm algorithm = Algorithm::kAuto;
+
   bool average = false;
   bool premultiply = false;
   uint8_t scalar[8] = {};

@@ -97,7 +97,9 @@ CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes) {
 double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& c) {
   const double p = nranks;
   if (nranks <= 1) return 0;
-  return 2 * c.alpha_s + 2 * (p - 1) * bytes * c.beta_s_per_byte + (p - 1) * bytes * c.gamma_s_per_byte;
+  // The server handles p-1 messages each way: their per-message cost adds up
+  // at its port just like their bytes.
+  return 2 * (p - 1) * c.alpha_s + 2 * (p - 1) * bytes * c.beta_s_per_byte + (p - 1) * bytes * c.gamma_s_per_byte;
 }
 
 bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c, double* seconds) {
@@ -117,8 +119,8 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
   }
   if (Named(algo, "ps")) {
     *seconds = ParameterServerAllReduceTime(call.nranks, n, c);
-  } else if (Named(algo, "ps_sharded")) {  // every rank serves 1/p
-    *seconds = 2 * (a + (p - 1) * n / p * b) + (p - 1) / p * n * g;
+  } else if (Named(algo, "ps_sharded")) {  // every rank serves 1/p: p-1 pushes, p-1 pulls of n/p
+    *seconds = 2 * (p - 1) * (a + n / p * b) + (p - 1) / p * n * g;
   } else if (Named(algo, "hd")) {  // Rabenseifner
     *seconds = 2 * levels * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g;
   } else if (Named(algo, "dbtree")) {  // two pipelined trees, half the data each

@@ -33,7 +33,8 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
 
 // FireCaffe's central parameter server for an allreduce of n bytes over p
 // workers: every worker's gradient crosses the server's port in, the sum
-// crosses it out, p-1 times each: 2 alpha + 2 (p-1) n beta + (p-1) n gamma.
+// crosses it out, p-1 times each: 2 (p-1) (alpha + n beta) + (p-1) n gamma
+// (the server pays the per-message cost of each of its 2(p-1) messages).
 double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& params);
 
 // Every concrete algorithm of the enum (kAuto excluded) that has a builder

@@ -1,19 +1,71 @@
 // chorus_info: prints the library version and every CHORUS_* variable with
-// its type, default, current value and help.
+// its type, default, current value and help; with --tune, the tuner's whole
+// decision table for a given cluster model.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "base/config.h"
 #include "chorus/chorus.h"
+#include "core/tuner.h"
+
+namespace {
+
+void Usage() {
+  std::printf(
+      "usage: chorus_info [--tune [--ranks P] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G] [--chunk BYTES]]\n"
+      "Prints the Chorus version and its environment variables; with --tune, the algorithm the tuner picks\n"
+      "for each collective and size under that model, with every candidate's predicted time.\n");
+}
+
+int PrintTuneTable(int argc, char** argv) {
+  chorus::TunerModel model;
+  model.alpha_s = 20e-6;
+  model.beta_s_per_byte = 1 / 1.25e9;
+  model.gamma_s_per_byte = 1 / 10e9;
+  model.chunk_bytes = 512 * 1024;
+  model.source = "command line";
+  int ranks = 8;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const double value = std::atof(argv[i + 1]);
+    if (value <= 0) {
+      std::fprintf(stderr, "chorus_info: %s needs a positive value\n", flag.c_str());
+      return 2;
+    }
+    if (flag == "--ranks") ranks = static_cast<int>(value);
+    else if (flag == "--alpha-us") model.alpha_s = value * 1e-6;
+    else if (flag == "--bandwidth-GBps") model.beta_s_per_byte = 1 / (value * 1e9);
+    else if (flag == "--gamma-GBps") model.gamma_s_per_byte = 1 / (value * 1e9);
+    else if (flag == "--chunk") model.chunk_bytes = static_cast<size_t>(value);
+    else {
+      Usage();
+      return 2;
+    }
+  }
+  if (argc % 2 != 0) {
+    Usage();
+    return 2;
+  }
+  std::fputs(chorus::DescribeDecisions(model, ranks).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
-    std::printf("usage: chorus_info\nPrints the Chorus version and its environment variables.\n");
+    Usage();
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--tune") == 0) return PrintTuneTable(argc, argv);
+  if (argc > 1) {
+    Usage();
+    return 2;
+  }
   int version = 0;
-  chorusGetVersion(&version);
+  if (chorusGetVersion(&version) != chorusSuccess) return 1;
   std::printf("Chorus %d.%d.%d\n\nEnvironment variables:\n", version / 10000, version / 100 % 100, version % 100);
   for (const chorus::EnvVarSpec& spec : chorus::AllEnvVars()) {
     const char* current = std::getenv(spec.name);

@@ -12,6 +12,20 @@ namespace {
 
 std::string ClusterScript() { return std::string(CHORUS_SOURCE_DIR) + "/perf/cluster/cluster.sh"; }
 
+// The namespaces of one run ("cluster: namespaces chorus123h0..." on
+// stderr) must all be gone after it; other runs may be going on beside it.
+void ExpectTornDown(const CliRun& run) {
+  const std::string marker = "cluster: namespaces ";
+  const size_t at = run.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << run.err;
+  const size_t begin = at + marker.size();
+  const std::string first = run.err.substr(begin, run.err.find_first_of(". \n", begin) - begin);
+  const std::string prefix = first.substr(0, first.rfind('h'));
+  ASSERT_FALSE(prefix.empty()) << run.err;
+  const CliRun left = RunCommand("ip netns list | grep -c '^" + prefix + "' || true", 10);
+  EXPECT_EQ(left.out.find_first_not_of("0\n"), std::string::npos) << prefix << ": " << left.out;
+}
+
 TEST(EmulatedClusterTest, AllReduceAcrossThreeHostsIsCorrectAndTornDown) {
   const CliRun run = RunCommand(ClusterScript() + " -n 3 -r 1gbit -t 60 -- " + PerfBinary("all_reduce") +
                                     " -b 8 -e 1M -f 32 -n 2 -w 1",
@@ -21,17 +35,14 @@ TEST(EmulatedClusterTest, AllReduceAcrossThreeHostsIsCorrectAndTornDown) {
   EXPECT_NE(run.out.find("[host0] # chorus"), std::string::npos) << (run.out + run.err);
   EXPECT_NE(run.out.find("3 ranks in 3 processes"), std::string::npos) << (run.out + run.err);
   EXPECT_NE(run.out.find("[host0] # Out of bounds values : 0 OK"), std::string::npos) << (run.out + run.err);
-  // Every namespace the script made is gone again.
-  const CliRun left = RunCommand("ip netns list | grep -c '^chorus' || true", 10);
-  EXPECT_EQ(left.out.find_first_not_of("0\n"), std::string::npos) << left.out;
+  ExpectTornDown(run);
 }
 
 TEST(EmulatedClusterTest, FailingRankMakesTheRunFailAndStillTearsDown) {
   const CliRun run = RunCommand(ClusterScript() + " -n 2 -t 30 -- sh -c 'exit {rank}'", 60);
   if (run.exit_code == 77) GTEST_SKIP() << "needs root with ip and tc: " << (run.out + run.err);
   EXPECT_EQ(run.exit_code, 1) << (run.out + run.err);
-  const CliRun left = RunCommand("ip netns list | grep -c '^chorus' || true", 10);
-  EXPECT_EQ(left.out.find_first_not_of("0\n"), std::string::npos) << left.out;
+  ExpectTornDown(run);
 }
 
 }  // namespace

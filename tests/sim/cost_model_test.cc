@@ -41,7 +41,7 @@ TEST(CostModelTest, ParameterServerGrowsLinearlyTreeLogarithmically) {
   const double n = 30e6;
   const double ps16 = ParameterServerAllReduceTime(16, n, Params());
   const double ps32 = ParameterServerAllReduceTime(32, n, Params());
-  EXPECT_NEAR((ps32 - 2e-5) / (ps16 - 2e-5), 31.0 / 15.0, 1e-9);
+  EXPECT_NEAR(ps32 / ps16, 31.0 / 15.0, 1e-9);  // every term grows with p - 1
   double tree16 = 0, tree32 = 0;
   ASSERT_TRUE(AnalyticTime(Algorithm::kTree, AllReduce(16, 30000000), Params(), &tree16));
   ASSERT_TRUE(AnalyticTime(Algorithm::kTree, AllReduce(32, 30000000), Params(), &tree32));

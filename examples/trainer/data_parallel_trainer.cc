@@ -1,0 +1,122 @@
+#include "examples/trainer/data_parallel_trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+DataParallelTrainer::DataParallelTrainer(const TrainOptions& options, Model* model, const Dataset* train,
+                                         const Dataset* test, chorusComm_t comm)
+    : options_(options),
+      model_(model),
+      train_(train),
+      test_(test),
+      sync_(comm, options.bucket_bytes),
+      sampler_(train->count, sync_.nranks(), sync_.rank(), options.data_seed) {}
+
+chorus::Status DataParallelTrainer::Create(const TrainOptions& options, Model* model, const Dataset* train,
+                                           const Dataset* test, chorusComm_t comm,
+                                           std::unique_ptr<DataParallelTrainer>* out) {
+  std::unique_ptr<DataParallelTrainer> trainer(new DataParallelTrainer(options, model, train, test, comm));
+  const int nranks = trainer->sync_.nranks();
+  if (options.global_batch < nranks || options.global_batch % nranks != 0) {
+    return chorus::InvalidArgument("the global batch (", options.global_batch, ") must be a multiple of the ",
+                                   nranks, " ranks");
+  }
+  if (!(train->sample == model->sample_shape())) {
+    return chorus::InvalidArgument("training images are ", train->sample.c, "x", train->sample.h, "x",
+                                   train->sample.w, " but the model expects ", model->sample_shape().c, "x",
+                                   model->sample_shape().h, "x", model->sample_shape().w);
+  }
+  trainer->local_batch_ = options.global_batch / nranks;
+  trainer->steps_per_epoch_ = trainer->sampler_.samples_per_rank() / trainer->local_batch_;
+  if (options.max_steps_per_epoch > 0) {
+    trainer->steps_per_epoch_ = std::min(trainer->steps_per_epoch_, options.max_steps_per_epoch);
+  }
+  if (trainer->steps_per_epoch_ < 1) {
+    return chorus::InvalidArgument("the training set (", train->count, " samples) is smaller than one global batch (",
+                                   options.global_batch, ")");
+  }
+  LrScheduleOptions lr = options.lr;
+  lr.global_batch = options.global_batch;
+  lr.total_steps = std::max(1, options.epochs * trainer->steps_per_epoch_);
+  lr.warmup_steps = static_cast<int>(std::lround(options.warmup_epochs * trainer->steps_per_epoch_));
+  lr.step_every = options.lr_step_epochs > 0
+                      ? std::max(1, static_cast<int>(std::lround(options.lr_step_epochs * trainer->steps_per_epoch_)))
+                      : lr.total_steps + lr.warmup_steps + 1;
+  CHORUS_RETURN_IF_ERROR(LrSchedule::Create(lr, &trainer->schedule_));
+  CHORUS_RETURN_IF_ERROR(MakeOptimizer(options.optimizer, &trainer->optimizer_));
+  *out = std::move(trainer);
+  return chorus::Status::Ok();
+}
+
+chorus::Status DataParallelTrainer::SynchronizeWeights() { return sync_.BroadcastWeights(model_->weights()); }
+
+chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
+  const std::vector<uint32_t> indices = sampler_.EpochIndices(epoch);
+  double loss_sum = 0.0, correct = 0.0, compute = 0.0, communication = 0.0;
+  float rate = 0.0f;
+  const Clock::time_point epoch_start = Clock::now();
+  for (int s = 0; s < steps_per_epoch_; ++s, ++step_) {
+    Clock::time_point start = Clock::now();
+    const size_t begin = static_cast<size_t>(s) * local_batch_;
+    train_->Gather(indices, begin, begin + local_batch_, &batch_images_, &batch_labels_);
+    const LossResult loss = model_->ForwardBackward(batch_images_, batch_labels_);
+    loss_sum += loss.mean_loss * local_batch_;
+    correct += loss.correct;
+    compute += SecondsSince(start);
+
+    start = Clock::now();
+    CHORUS_RETURN_IF_ERROR(sync_.AverageGradients(model_->gradients()));
+    communication += SecondsSince(start);
+
+    start = Clock::now();
+    rate = schedule_.Rate(step_);
+    optimizer_->Step(model_->weights(), model_->gradients(), rate);
+    compute += SecondsSince(start);
+  }
+  const double seconds = SecondsSince(epoch_start);
+  const double samples = static_cast<double>(steps_per_epoch_) * options_.global_batch;
+  std::vector<double> totals{loss_sum, correct};
+  CHORUS_RETURN_IF_ERROR(sync_.SumAcrossRanks(totals));
+
+  *stats = EpochStats{};
+  stats->epoch = epoch;
+  stats->learning_rate = rate;
+  stats->train_loss = totals[0] / samples;
+  stats->train_accuracy = totals[1] / samples;
+  stats->seconds = seconds;
+  stats->compute_seconds = compute;
+  stats->communication_seconds = communication;
+  stats->images_per_second = samples / seconds;
+  stats->test_accuracy = -1.0;
+  if (test_ != nullptr) CHORUS_RETURN_IF_ERROR(Evaluate(*test_, &stats->test_accuracy));
+  return chorus::Status::Ok();
+}
+
+chorus::Status DataParallelTrainer::Evaluate(const Dataset& data, double* accuracy) {
+  constexpr int kEvalBatch = 256;
+  std::vector<uint32_t> mine;
+  for (int i = sync_.rank(); i < data.count; i += sync_.nranks()) mine.push_back(static_cast<uint32_t>(i));
+  double correct = 0.0;
+  for (size_t begin = 0; begin < mine.size(); begin += kEvalBatch) {
+    const size_t end = std::min(mine.size(), begin + kEvalBatch);
+    data.Gather(mine, begin, end, &batch_images_, &batch_labels_);
+    correct += SoftmaxCrossEntropy(model_->Forward(batch_images_), batch_labels_, nullptr).correct;
+  }
+  std::vector<double> totals{correct};
+  CHORUS_RETURN_IF_ERROR(sync_.SumAcrossRanks(totals));
+  *accuracy = data.count > 0 ? totals[0] / data.count : 0.0;
+  return chorus::Status::Ok();
+}
+
+}  // namespace trainer

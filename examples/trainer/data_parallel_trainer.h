@@ -1,0 +1,79 @@
+// DataParallelTrainer: synchronous data-parallel SGD for one rank. Each step
+// the rank runs forward/backward on its share (global_batch / nranks) of the
+// global batch, the gradients are averaged over ranks, and every rank applies
+// the same optimizer step, so weights stay identical everywhere.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "examples/trainer/dataset.h"
+#include "examples/trainer/distributed_sampler.h"
+#include "examples/trainer/gradient_sync.h"
+#include "examples/trainer/lr_schedule.h"
+#include "examples/trainer/model.h"
+#include "examples/trainer/optimizer.h"
+
+namespace trainer {
+
+struct TrainOptions {
+  int epochs = 1;
+  int global_batch = 64;
+  uint64_t data_seed = 1;  // shuffling; the same on every rank
+  int max_steps_per_epoch = 0;  // 0: the whole epoch
+  OptimizerOptions optimizer;
+  LrScheduleOptions lr;  // global_batch, total_steps and step_every in steps are filled in by Create
+  float warmup_epochs = 0.0f;
+  float lr_step_epochs = 0.0f;  // step schedule: decay every this many epochs (0: never)
+  size_t bucket_bytes = 0;      // 0: one fused AllReduce
+};
+
+struct EpochStats {
+  int epoch = 0;
+  double learning_rate = 0.0;  // at the epoch's last step
+  double train_loss = 0.0;     // mean over the epoch's samples, all ranks
+  double train_accuracy = 0.0;
+  double test_accuracy = 0.0;  // -1 when no test set
+  double seconds = 0.0;        // training only, evaluation excluded
+  double compute_seconds = 0.0;
+  double communication_seconds = 0.0;
+  double images_per_second = 0.0;  // global
+};
+
+class DataParallelTrainer {
+ public:
+  // `comm` may be null (one rank). Validates the options.
+  static chorus::Status Create(const TrainOptions& options, Model* model, const Dataset* train,
+                               const Dataset* test, chorusComm_t comm, std::unique_ptr<DataParallelTrainer>* out);
+
+  // Broadcasts rank 0's weights; call once before training.
+  chorus::Status SynchronizeWeights();
+  chorus::Status TrainEpoch(int epoch, EpochStats* stats);
+  // Accuracy of the model over `data`, each rank scoring a strided share.
+  chorus::Status Evaluate(const Dataset& data, double* accuracy);
+
+  int steps_per_epoch() const { return steps_per_epoch_; }
+  int local_batch() const { return local_batch_; }
+
+ private:
+  DataParallelTrainer(const TrainOptions& options, Model* model, const Dataset* train, const Dataset* test,
+                      chorusComm_t comm);
+
+  TrainOptions options_;
+  Model* model_;
+  const Dataset* train_;
+  const Dataset* test_;
+  GradientSync sync_;
+  DistributedSampler sampler_;
+  std::unique_ptr<Optimizer> optimizer_;
+  LrSchedule schedule_;
+  int local_batch_ = 0;
+  int steps_per_epoch_ = 0;
+  int step_ = 0;  // global step count
+  Tensor batch_images_;
+  std::vector<uint8_t> batch_labels_;
+};
+
+}  // namespace trainer

@@ -1,0 +1,63 @@
+#include "examples/trainer/model.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace trainer {
+
+Model::Model(Shape sample, std::vector<std::unique_ptr<Layer>> layers, uint64_t seed)
+    : sample_(sample), layers_(std::move(layers)) {
+  size_t total = 0;
+  for (const auto& layer : layers_) total += layer->ParameterCount();
+  weights_.assign(total, 0.0f);
+  gradients_.assign(total, 0.0f);
+  Rng rng(seed);
+  size_t offset = 0;
+  for (auto& layer : layers_) {
+    layer->BindParameters(weights_.data() + offset, gradients_.data() + offset);
+    layer->InitializeParameters(rng);
+    offset += layer->ParameterCount();
+  }
+  activations_.resize(layers_.size());
+  activation_grads_.resize(layers_.size());
+}
+
+const Tensor& Model::Forward(const Tensor& input) {
+  input_ = &input;
+  const Tensor* current = &input;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->Forward(*current, &activations_[i]);
+    current = &activations_[i];
+  }
+  return *current;
+}
+
+LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels) {
+  std::fill(gradients_.begin(), gradients_.end(), 0.0f);
+  const Tensor& logits = Forward(input);
+  const LossResult loss = SoftmaxCrossEntropy(logits, labels, &logits_grad_);
+  const Tensor* output_grad = &logits_grad_;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const Tensor& layer_input = i == 0 ? input : activations_[i - 1];
+    // The first layer's input gradient is not needed, but computing it
+    // keeps every layer on one path (and costs one small GEMM).
+    layers_[i]->Backward(layer_input, activations_[i], *output_grad, &activation_grads_[i]);
+    output_grad = &activation_grads_[i];
+  }
+  return loss;
+}
+
+std::string Model::Describe() const {
+  std::ostringstream out;
+  Shape shape = sample_;
+  shape.n = 1;
+  for (const auto& layer : layers_) {
+    shape = layer->OutputShape(shape);
+    out << "  " << layer->name() << " -> " << shape.c << "x" << shape.h << "x" << shape.w << " ("
+        << layer->ParameterCount() << " parameters)\n";
+  }
+  out << "  total " << weights_.size() << " parameters\n";
+  return out.str();
+}
+
+}  // namespace trainer

@@ -1,0 +1,102 @@
+#include "core/tuner.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "sim/cost_model.h"
+
+namespace chorus {
+
+TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
+  sim::CostParams params;
+  params.alpha_s = model.alpha_s;
+  params.beta_s_per_byte = model.beta_s_per_byte;
+  params.gamma_s_per_byte = model.gamma_s_per_byte;
+  params.chunk_bytes = model.chunk_bytes;
+  TunerChoice choice;
+  for (Algorithm algo : sim::AlgorithmsSupporting(args.coll)) {
+    double seconds = 0;
+    if (sim::AnalyticTime(algo, args, params, &seconds)) choice.candidates.emplace_back(algo, seconds);
+  }
+  std::stable_sort(choice.candidates.begin(), choice.candidates.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (!choice.candidates.empty()) {
+    choice.algorithm = choice.candidates.front().first;
+    choice.predicted_s = choice.candidates.front().second;
+  }
+  return choice;
+}
+
+Status ReadTuneFile(const std::string& path, TunerModel* model) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("CHORUS_TUNE_FILE: cannot read '", path, "'");
+  TunerModel parsed;
+  parsed.chunk_bytes = model->chunk_bytes;
+  std::string token;
+  double bandwidth = 0, gamma_bandwidth = 0;
+  while (in >> token) {
+    size_t eq = token.find('=');
+    if (eq == std::string::npos) return InvalidArgument("CHORUS_TUNE_FILE '", path, "': expected key=value, got '", token, "'");
+    std::string key = token.substr(0, eq);
+    double value = 0;
+    std::istringstream number(token.substr(eq + 1));
+    if (!(number >> value) || value <= 0) {
+      return InvalidArgument("CHORUS_TUNE_FILE '", path, "': '", token, "' needs a positive number");
+    }
+    if (key == "alpha_us") parsed.alpha_s = value * 1e-6;
+    else if (key == "bandwidth_GBps") bandwidth = value * 1e9;
+    else if (key == "gamma_GBps") gamma_bandwidth = value * 1e9;
+    else return InvalidArgument("CHORUS_TUNE_FILE '", path, "': unknown key '", key, "'");
+  }
+  if (parsed.alpha_s <= 0 || bandwidth <= 0) {
+    return InvalidArgument("CHORUS_TUNE_FILE '", path, "' must set alpha_us and bandwidth_GBps");
+  }
+  parsed.beta_s_per_byte = 1 / bandwidth;
+  parsed.gamma_s_per_byte = gamma_bandwidth > 0 ? 1 / gamma_bandwidth : 0;
+  parsed.source = path;
+  *model = parsed;
+  return Status::Ok();
+}
+
+TunerModel ModelFromRingTimings(int nranks, double small_bytes, double small_s, double large_bytes, double large_s,
+                                double gamma_s_per_byte, size_t chunk_bytes) {
+  TunerModel model;
+  model.chunk_bytes = chunk_bytes;
+  model.gamma_s_per_byte = gamma_s_per_byte;
+  model.source = "measured";
+  const double p = std::max(2, nranks);
+  const double steps = 2 * (p - 1);
+  model.alpha_s = std::max(1e-7, small_s / steps - small_bytes / p * 1e-10);
+  const double reduce_s = (p - 1) / p * large_bytes * gamma_s_per_byte;
+  const double per_step = std::max(0.0, (large_s - reduce_s) / steps - model.alpha_s);
+  model.beta_s_per_byte = std::max(1e-12, per_step * p / large_bytes);
+  return model;
+}
+
+std::string DescribeDecisions(const TunerModel& model, int nranks) {
+  std::ostringstream out;
+  out << "# tuner: p=" << nranks << " alpha=" << model.alpha_s * 1e6 << "us bandwidth="
+      << (model.beta_s_per_byte > 0 ? 1e-9 / model.beta_s_per_byte : 0) << "GB/s gamma="
+      << (model.gamma_s_per_byte > 0 ? 1e-9 / model.gamma_s_per_byte : 0) << "GB/s (" << model.source << ")\n";
+  for (Collective coll : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
+                          Collective::kAllGather, Collective::kReduceScatter}) {
+    for (size_t bytes = 8; bytes <= (size_t{1} << 30); bytes *= 8) {
+      CollectiveArgs args;
+      args.coll = coll;
+      args.dtype = chorusUint8;
+      args.count = bytes;
+      args.nranks = nranks;
+      TunerChoice choice = ChooseByCost(args, model);
+      out << CollectiveName(coll) << " " << bytes << " B -> " << AlgorithmName(choice.algorithm) << " ("
+          << choice.predicted_s * 1e6 << " us)";
+      for (size_t i = 1; i < choice.candidates.size(); ++i) {
+        out << "; " << AlgorithmName(choice.candidates[i].first) << " " << choice.candidates[i].second * 1e6 << " us";
+      }
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace chorus

@@ -1,0 +1,110 @@
+// The tuner: choices from the cost model, the tune file, and the inversion
+// of ring timings into alpha and beta.
+#include "core/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace chorus {
+namespace {
+
+CollectiveArgs AllReduce(int nranks, size_t bytes) {
+  CollectiveArgs args;
+  args.coll = Collective::kAllReduce;
+  args.dtype = chorusUint8;
+  args.count = bytes;
+  args.nranks = nranks;
+  return args;
+}
+
+TunerModel Model(double alpha_us, double gbps) {
+  TunerModel model;
+  model.alpha_s = alpha_us * 1e-6;
+  model.beta_s_per_byte = 1 / (gbps * 1e9);
+  model.gamma_s_per_byte = 1 / 10e9;
+  model.chunk_bytes = 512 * 1024;
+  return model;
+}
+
+TEST(TunerTest, SmallMessagesAvoidTheRingLargeOnesAvoidTheTree) {
+  const TunerModel model = Model(50, 1.25);
+  const TunerChoice small = ChooseByCost(AllReduce(16, 64), model);
+  EXPECT_NE(small.algorithm, Algorithm::kRing);  // 30 alpha vs 8 for log-depth algorithms
+  EXPECT_NE(small.algorithm, Algorithm::kParameterServer);
+  const TunerChoice large = ChooseByCost(AllReduce(16, 256 << 20), model);
+  EXPECT_TRUE(large.algorithm == Algorithm::kRing || large.algorithm == Algorithm::kHalvingDoubling)
+      << AlgorithmName(large.algorithm);
+  // Candidates come fastest first and the choice is the first.
+  ASSERT_GE(large.candidates.size(), 4u);
+  EXPECT_EQ(large.candidates.front().first, large.algorithm);
+  for (size_t i = 1; i < large.candidates.size(); ++i) {
+    EXPECT_LE(large.candidates[i - 1].second, large.candidates[i].second);
+  }
+}
+
+TEST(TunerTest, OnlyAlgorithmsThatSupportTheCollective) {
+  CollectiveArgs args = AllReduce(8, 1 << 20);
+  args.coll = Collective::kAllGather;
+  const TunerChoice choice = ChooseByCost(args, Model(10, 10));
+  for (const auto& [algo, seconds] : choice.candidates) EXPECT_TRUE(Supports(algo, Collective::kAllGather));
+  EXPECT_EQ(choice.algorithm, Algorithm::kRing);
+}
+
+TEST(TunerTest, RingTimingsInvertToAlphaAndBeta) {
+  // T(n) = 2(p-1)(alpha + n/p beta) with alpha = 20 us, 1 GB/s, p = 4.
+  const double alpha = 20e-6, beta = 1e-9;
+  const double small = 6 * (alpha + 8.0 / 4 * beta), large = 6 * (alpha + (1 << 20) / 4.0 * beta);
+  const TunerModel model = ModelFromRingTimings(4, 8, small, 1 << 20, large, 0, 0);
+  EXPECT_NEAR(model.alpha_s, alpha, 1e-8);
+  EXPECT_NEAR(model.beta_s_per_byte, beta, 1e-11);
+  EXPECT_EQ(model.source, "measured");
+}
+
+TEST(TunerTest, TuneFileSetsTheModel) {
+  const std::string path = testing::TempDir() + "chorus_tune_file.txt";
+  {
+    std::ofstream out(path);
+    out << "alpha_us=12.5\nbandwidth_GBps=2 gamma_GBps=8\n";
+  }
+  TunerModel model;
+  ASSERT_TRUE(ReadTuneFile(path, &model).ok());
+  EXPECT_DOUBLE_EQ(model.alpha_s, 12.5e-6);
+  EXPECT_DOUBLE_EQ(model.beta_s_per_byte, 1 / 2e9);
+  EXPECT_DOUBLE_EQ(model.gamma_s_per_byte, 1 / 8e9);
+  EXPECT_EQ(model.source, path);
+  std::remove(path.c_str());
+}
+
+TEST(TunerTest, BadTuneFilesAreRejectedWithTheReason) {
+  const std::string path = testing::TempDir() + "chorus_bad_tune_file.txt";
+  for (const char* text : {"alpha_us=5", "alpha_us=5 bandwidth_GBps=-1", "alpha_us=5 bandwidth_GBps=1 speed=3",
+                           "alpha_us bandwidth_GBps=1"}) {
+    {
+      std::ofstream out(path);
+      out << text;
+    }
+    TunerModel model;
+    model.alpha_s = 7;
+    Status status = ReadTuneFile(path, &model);
+    EXPECT_EQ(status.code(), chorusInvalidArgument) << text;
+    EXPECT_NE(status.message().find("CHORUS_TUNE_FILE"), std::string::npos) << status.message();
+    EXPECT_EQ(model.alpha_s, 7) << "the model must be untouched on error";
+  }
+  std::remove(path.c_str());
+  TunerModel model;
+  EXPECT_EQ(ReadTuneFile("/nonexistent/tune", &model).code(), chorusInvalidArgument);
+}
+
+TEST(TunerTest, DecisionTableListsEveryCollectiveAndSize) {
+  const std::string table = DescribeDecisions(Model(20, 1.25), 8);
+  for (const char* needle : {"allreduce 8 B ->", "broadcast 8 B ->", "reduce 8 B ->", "allgather 8 B ->",
+                             "reducescatter 8 B ->", "allreduce 1073741824 B ->", "p=8"}) {
+    EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
+  }
+}
+
+}  // namespace
+}  // namespace chorus
