@@ -31,7 +31,6 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLUSTER = os.path.join(REPO, "perf", "cluster", "cluster.sh")
 SIM_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 DEFAULT_GAMMA = 1e-10
 
@@ -71,7 +70,7 @@ class Runner:
             return None, "skipped: over the sweep budget"
         self.serial += 1
         json_path = os.path.join(self.workdir, f"run{self.serial}_{{rank}}.json")
-        cmd = [CLUSTER, "-n", str(hosts), "-r", self.args.rate, "-t", str(timeout_s), "--",
+        cmd = [self.args.cluster, "-n", str(hosts), "-r", self.args.rate, "-t", str(timeout_s), "--",
                os.path.join(self.args.build, "perf", binary), *flags, "-T", str(timeout_s), "-J", json_path]
         env = dict(os.environ)
         env.update(env_extra or {})
@@ -156,6 +155,8 @@ def main():
     parser.add_argument("--algos", default="ring,tree,hd,ps")
     parser.add_argument("--sizes", default="1M,64M")
     parser.add_argument("--rate", default="1gbit")
+    parser.add_argument("--cluster", default=os.path.join(REPO, "perf", "cluster", "cluster.sh"),
+                        help="the emulated-cluster launcher (cluster.sh's interface)")
     parser.add_argument("--chunk", default="512K", help="must match CHORUS_CHUNK_BYTES (default 512K)")
     parser.add_argument("--budget", type=int, default=900, help="seconds for the whole sweep")
     parser.add_argument("--json", help="also write every cell here")
@@ -191,6 +192,9 @@ def main():
                         cell["failure"] = out.strip().splitlines()[-3:] if out else "no output"
                     else:
                         cell["measured_s"] = result["out_of_place"]["time_us"] * 1e-6
+                        cell["in_place_s"] = result["in_place"]["time_us"] * 1e-6
+                        # The same schedule twice: a large gap means the shared machine interfered.
+                        cell["noisy"] = abs(cell["in_place_s"] - cell["measured_s"]) > 0.2 * cell["measured_s"]
                         measured[algo] = cell["measured_s"]
                         if sim_s:
                             cell["error_pct"] = 100 * (cell["measured_s"] - sim_s) / sim_s
@@ -225,6 +229,7 @@ def main():
         for c in cells:
             err = f"{c['error_pct']:+.1f}" if c["error_pct"] is not None else "-"
             mark = "" if c["error_pct"] is None or abs(c["error_pct"]) <= 25 else " **"
+            mark += " (noisy)" if c.get("noisy") else ""
             print(f"| {c['hosts']} | {c['algo']} | {size_label(c['bytes'])} | {fmt_time(c['measured_s'])} | "
                   f"{fmt_time(c['predicted_s'])} | {err}{mark} | {fmt_time(c['analytic_s'])} |")
         print()
