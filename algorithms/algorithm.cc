@@ -6,6 +6,7 @@
 
 #include "algorithms/builders.h"
 #include "algorithms/schedule_builder.h"
+#include "algorithms/topology.h"
 
 namespace chorus {
 
@@ -89,6 +90,10 @@ Status ValidateArgs(const CollectiveArgs& args) {
   if (op < static_cast<int>(ReduceOp::kSum) || op > static_cast<int>(ReduceOp::kMin)) {
     return InvalidArgument("unknown reduction op ", op);
   }
+  if (!IsValidTopology(args.topology, args.nranks)) {
+    return InvalidArgument("topology describes ", args.topology->host_of_rank.size(), " ranks, the communicator has ",
+                           args.nranks);
+  }
   const size_t limit = std::numeric_limits<size_t>::max() / DataTypeSize(args.dtype) / static_cast<size_t>(args.nranks);
   if (args.count > limit) {
     return InvalidArgument("count ", args.count, " of ", DataTypeName(args.dtype), " times ", args.nranks,
@@ -129,6 +134,8 @@ Builder FindBuilder(Algorithm algo, Collective coll) {
       {Algorithm::kDoubleBinaryTree, Collective::kReduce, BuildDoubleTreeReduce},
       {Algorithm::kChain, Collective::kBroadcast, BuildChainBroadcast},
       {Algorithm::kChain, Collective::kReduce, BuildChainReduce},
+      {Algorithm::kHierarchical, Collective::kAllReduce, BuildHierarchicalAllReduce},
+      {Algorithm::kHierarchicalSliced, Collective::kAllReduce, BuildHierarchicalSlicedAllReduce},
   };
   for (const Entry& entry : kBuilders) {
     if (entry.algo == algo && entry.coll == coll) return entry.build;
@@ -156,6 +163,10 @@ const char* AlgorithmName(Algorithm algo) {
       return "dbtree";
     case Algorithm::kChain:
       return "chain";
+    case Algorithm::kHierarchical:
+      return "hier";
+    case Algorithm::kHierarchicalSliced:
+      return "hier_sliced";
     case Algorithm::kCount:
       break;
   }
@@ -177,7 +188,7 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     Algorithm algo;
     if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
       return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec,
-                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree or chain)");
+                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree, chain, hier or hier_sliced)");
     }
     if (colon == std::string::npos) {
       // A bare name applies to every collective that has such a builder.
@@ -211,6 +222,8 @@ bool Supports(Algorithm algo, Collective coll) {
       return coll == Collective::kAllReduce || coll == Collective::kBroadcast || coll == Collective::kReduce;
     case Algorithm::kShardedParameterServer:
     case Algorithm::kHalvingDoubling:
+    case Algorithm::kHierarchical:
+    case Algorithm::kHierarchicalSliced:
       return coll == Collective::kAllReduce;
     case Algorithm::kChain:
       return coll == Collective::kBroadcast || coll == Collective::kReduce;

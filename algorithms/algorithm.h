@@ -20,6 +20,8 @@ enum class Algorithm : uint8_t {
   kHalvingDoubling,         // "hd": Rabenseifner's recursive halving-doubling
   kDoubleBinaryTree,        // "dbtree": NCCL's two complementary binary trees
   kChain,                   // "chain": pipelined chain with explicit segments
+  kHierarchical,            // "hier": host-local trees + ring among host leaders
+  kHierarchicalSliced,      // "hier_sliced": host-local rings + per-slice rings across hosts
   kCount                    // number of values (not an algorithm)
 };
 
@@ -33,20 +35,21 @@ struct AlgorithmTable {
 // Parses NCCL-style CHORUS_ALGO: a bare name such as "ring" or "dbtree"
 // (applies to every collective that supports it) or per-collective entries
 // "allreduce:hd;broadcast:chain". Names: auto, ring, tree, ps, ps_sharded,
-// hd, dbtree, chain ('_' and '-' and case are ignored). Unknown names ->
+// hd, dbtree, chain, hier, hier_sliced ('_' and '-' and case are ignored). Unknown names ->
 // InvalidArgument.
 Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table);
 
 // True when `algo` has a builder for `coll`: ring: all; tree, ps, dbtree:
-// AllReduce, Broadcast, Reduce; ps_sharded, hd: AllReduce; chain: Broadcast,
-// Reduce.
+// AllReduce, Broadcast, Reduce; ps_sharded, hd, hier, hier_sliced:
+// AllReduce; chain: Broadcast, Reduce.
 bool Supports(Algorithm algo, Collective coll);
 
 // Resolves kAuto and unsupported forced choices with a size-based default
 // (ring or tree only: the other algorithms are chosen explicitly).
 Algorithm ChooseAlgorithm(const CollectiveArgs& args, const AlgorithmTable& table);
 
-// Builds the schedule of `args.rank`. `algo` must not be kAuto.
+// Builds the schedule of `args.rank`. `algo` must not be kAuto. A non-null
+// args.topology must have one entry per rank (else InvalidArgument).
 Status BuildSchedule(const CollectiveArgs& args, Algorithm algo, Schedule* out);
 
 }  // namespace chorus

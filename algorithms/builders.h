@@ -1,5 +1,5 @@
 // One schedule builder per (collective, algorithm), each in its own file under
-// the algorithm's folder (ring/, tree/, ps/, hd/, dbtree/, chain/).
+// the algorithm's folder (ring/, tree/, ps/, hd/, dbtree/, chain/, hier/).
 // BuildSchedule (algorithm.cc) validates the arguments and dispatches here,
 // so builders may assume 0 <= rank, root < nranks, count > 0, nranks > 1
 // where they say so, and a valid dtype.
@@ -37,5 +37,9 @@ Status BuildDoubleTreeReduce(const CollectiveArgs& args, Schedule* out);
 
 Status BuildChainBroadcast(const CollectiveArgs& args, Schedule* out);
 Status BuildChainReduce(const CollectiveArgs& args, Schedule* out);
+
+// Use args.topology (hier/); see algorithms/topology.h.
+Status BuildHierarchicalAllReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildHierarchicalSlicedAllReduce(const CollectiveArgs& args, Schedule* out);
 
 }  // namespace chorus

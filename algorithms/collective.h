@@ -7,6 +7,8 @@
 
 namespace chorus {
 
+struct Topology;  // algorithms/topology.h
+
 enum class Collective : uint8_t {
   kAllReduce = 0,
   kBroadcast,
@@ -47,6 +49,10 @@ struct CollectiveArgs {
   // Number of server ranks of the sharded parameter server ("ps_sharded"):
   // ranks 0..k-1 each own 1/k of the vector. 0 (or more than nranks) = nranks.
   int server_count = 0;
+  // Which host each rank runs on, for the hierarchical builders ("hier",
+  // "hier_sliced"); the others ignore it. nullptr = all ranks on one host.
+  // Fixed per communicator and owned by it; must outlive the build.
+  const Topology* topology = nullptr;
 };
 
 // Bytes of the send and receive buffer for these args. The user's buffers

@@ -54,8 +54,9 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-# The token bucket must hold at least one timer tick of traffic (rate/HZ)
-# or tbf delivers less than its rate: size it to 10 ms of the rate.
+# The token bucket must hold enough to keep the rate (1 ms of it holds
+# 1 Gbit/s here) but no more: a bigger bucket lets an idle link burst past
+# its rate, which flatters algorithms that leave links idle (tree, ps).
 rate_bits() {
   local value=${1%%[a-zA-Z]*} unit=${1##*[0-9.]}
   case ${unit,,} in
@@ -66,7 +67,7 @@ rate_bits() {
     *) echo "cluster: unsupported rate unit in '$1' (use gbit, mbit, kbit)" >&2; exit 2 ;;
   esac
 }
-burst_bytes=$(( $(rate_bits "$rate") / 8 / 100 ))
+burst_bytes=$(( $(rate_bits "$rate") / 8 / 1000 ))
 [ "$burst_bytes" -lt 65536 ] && burst_bytes=65536
 limit() { tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency 50ms; }
 

@@ -62,6 +62,12 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
     bool local = peers[r].host == mine.host && !peers[r].shm_address.empty() && shm != nullptr;
     shm_addresses[r] = (local || r == rank) ? peers[r].shm_address : std::string();
   }
+  std::vector<std::string> hosts;
+  for (const PeerInfo& peer : peers) {
+    size_t index = std::find(hosts.begin(), hosts.end(), peer.host) - hosts.begin();
+    if (index == hosts.size()) hosts.push_back(peer.host);
+    comm->topology_.host_of_rank.push_back(static_cast<int>(index));
+  }
   CHORUS_RETURN_IF_ERROR(tcp->Connect(tcp_addresses, deadline).WithContext(StrCat("rank ", rank, ": connecting over TCP")));
   std::vector<std::unique_ptr<Transport>> transports;
   if (shm) {
@@ -136,7 +142,8 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
 
   for (const Operation& op : ops) {
     if (op.kind != Operation::Kind::kCollective) continue;
-    const CollectiveArgs& args = op.args;
+    CollectiveArgs args = op.args;
+    args.topology = &topology_;
     Algorithm algo = ChooseFor(op);
     std::shared_ptr<const Schedule> schedule;
     CHORUS_RETURN_IF_ERROR(schedules_.Get(args, algo, &schedule));
@@ -313,7 +320,8 @@ Status Communicator::Calibrate() {
   // A small and a larger ring allreduce give alpha and beta of the links
   // this communicator spans; a local reduction gives gamma. Times are
   // max-reduced so that every rank builds the same model and picks alike.
-  constexpr size_t kSmallBytes = 8, kLargeBytes = 256 * 1024;
+  // The large probe must outlast a link's burst allowance to see its rate.
+  constexpr size_t kSmallBytes = 8, kLargeBytes = 2 * 1024 * 1024;
   double times[3] = {0, 0, 0};
   CHORUS_RETURN_IF_ERROR(TimeAllReduce(kSmallBytes, 8, &times[0]));
   CHORUS_RETURN_IF_ERROR(TimeAllReduce(kLargeBytes, 2, &times[1]));

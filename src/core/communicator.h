@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/topology.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
 #include "core/operation.h"
@@ -97,6 +98,10 @@ class Communicator {
   ScheduleCache schedules_;
   Workspace scratch_, staging_;
   TunerModel tuner_;
+  // Host of every rank (first-seen numbering of the rendezvous host
+  // identities); fixed for the communicator's life, so the schedule cache
+  // need not key on it.
+  Topology topology_;
   std::vector<std::pair<int, size_t>> logged_choices_;  // (collective, bytes) already logged
 
   // Issue order.

@@ -21,9 +21,17 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
   }
   std::stable_sort(choice.candidates.begin(), choice.candidates.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (!choice.candidates.empty()) {
-    choice.algorithm = choice.candidates.front().first;
-    choice.predicted_s = choice.candidates.front().second;
+  if (choice.candidates.empty()) return choice;
+  choice.algorithm = choice.candidates.front().first;
+  choice.predicted_s = choice.candidates.front().second;
+  // The model cannot tell apart algorithms within a few percent; the ring
+  // keeps every link busy with one steady flow, which measured best when
+  // the model called it a near tie (docs/algorithms.md), so it wins those.
+  for (const auto& [algo, seconds] : choice.candidates) {
+    if (algo == Algorithm::kRing && seconds <= choice.predicted_s * 1.05) {
+      choice.algorithm = algo;
+      choice.predicted_s = seconds;
+    }
   }
   return choice;
 }

@@ -30,7 +30,8 @@ struct TunerChoice {
   std::vector<std::pair<Algorithm, double>> candidates;
 };
 
-// Fastest exact algorithm for `args` under `model` (ties: enum order).
+// Fastest exact algorithm for `args` under `model` (ties: enum order; the
+// ring also wins when it is within 5% of the fastest).
 TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model);
 
 // Reads "alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>" (any order,

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "algorithms/topology.h"
 #include "reference_reduce.h"
 #include "schedule_checker.h"
 
@@ -55,7 +56,9 @@ std::string DescribeCase(const CollectiveCase& c) {
   out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
       << " root=" << c.root << (c.in_place ? " in-place" : " out-of-place") << " " << DataTypeName(c.dtype) << " "
       << ReduceOpName(c.op) << " segment=" << c.segment_bytes << " servers=" << c.server_count
-      << " chunk=" << c.run.chunk_bytes << (c.run.rendezvous ? " rendezvous" : " eager") << " seed=" << c.run.seed;
+      << (c.host_of_rank.empty() ? "" : " hosts=");
+  for (size_t r = 0; r < c.host_of_rank.size(); ++r) out << (r ? "," : "") << c.host_of_rank[r];
+  out << " chunk=" << c.run.chunk_bytes << (c.run.rendezvous ? " rendezvous" : " eager") << " seed=" << c.run.seed;
   return out.str();
 }
 
@@ -69,6 +72,7 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
   std::vector<std::vector<uint8_t>> inputs(p);
   const bool rooted_send = c.coll == Collective::kBroadcast || c.coll == Collective::kScatter;
   const bool rooted_recv = c.coll == Collective::kReduce || c.coll == Collective::kGather;
+  const Topology topology{c.host_of_rank};
 
   for (int r = 0; r < p; ++r) {
     CollectiveArgs args;
@@ -82,6 +86,7 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
     args.in_place = c.in_place;
     args.segment_bytes = c.segment_bytes;
     args.server_count = c.server_count;
+    if (!c.host_of_rank.empty()) args.topology = &topology;
     Status status = BuildSchedule(args, c.algo, &schedules[r]);
     if (!status.ok()) return "rank " + std::to_string(r) + ": " + status.message();
 

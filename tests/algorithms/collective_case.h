@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "virtual_executor.h"
@@ -24,6 +25,7 @@ struct CollectiveCase {
   ReduceOp op = ReduceOp::kSum;
   size_t segment_bytes = 0;  // CollectiveArgs::segment_bytes
   int server_count = 0;      // CollectiveArgs::server_count
+  std::vector<int> host_of_rank;  // Topology::host_of_rank; empty = no topology
   VirtualRunOptions run;
 };
 

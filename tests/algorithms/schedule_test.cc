@@ -42,6 +42,8 @@ const Pair kPairs[] = {
     {Collective::kReduce, Algorithm::kDoubleBinaryTree},
     {Collective::kBroadcast, Algorithm::kChain},
     {Collective::kReduce, Algorithm::kChain},
+    {Collective::kAllReduce, Algorithm::kHierarchical},  // flat: no topology
+    {Collective::kAllReduce, Algorithm::kHierarchicalSliced},
 };
 
 bool Reduces(Collective coll) {
@@ -183,6 +185,8 @@ const Pair kReducingPairs[] = {
     {Collective::kAllReduce, Algorithm::kDoubleBinaryTree},
     {Collective::kReduce, Algorithm::kDoubleBinaryTree},
     {Collective::kReduce, Algorithm::kChain},
+    {Collective::kAllReduce, Algorithm::kHierarchical},
+    {Collective::kAllReduce, Algorithm::kHierarchicalSliced},
 };
 
 INSTANTIATE_TEST_SUITE_P(Reductions, ReductionSweep,

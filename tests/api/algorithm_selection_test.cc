@@ -91,7 +91,8 @@ TEST_P(AlgorithmSelectionTest, ThroughEnvironment) {
 INSTANTIATE_TEST_SUITE_P(Algorithms, AlgorithmSelectionTest,
                          testing::Values("ring", "tree", "allreduce:tree;broadcast:ring",
                                          "allreduce:ring;broadcast:tree", "ps", "allreduce:ps_sharded",
-                                         "allreduce:hd", "dbtree", "broadcast:chain;allreduce:hd"),
+                                         "allreduce:hd", "dbtree", "broadcast:chain;allreduce:hd",
+                                         "allreduce:hier", "allreduce:hier_sliced"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            std::string name;
                            for (const char* c = info.param; *c; ++c) {

@@ -37,12 +37,23 @@ TEST(TunerTest, SmallMessagesAvoidTheRingLargeOnesAvoidTheTree) {
   const TunerChoice large = ChooseByCost(AllReduce(16, 256 << 20), model);
   EXPECT_TRUE(large.algorithm == Algorithm::kRing || large.algorithm == Algorithm::kHalvingDoubling)
       << AlgorithmName(large.algorithm);
-  // Candidates come fastest first and the choice is the first.
+  // Candidates come fastest first; the choice is the first, or the ring
+  // when it is within 5% of the first.
   ASSERT_GE(large.candidates.size(), 4u);
-  EXPECT_EQ(large.candidates.front().first, large.algorithm);
+  EXPECT_TRUE(large.candidates.front().first == large.algorithm || large.algorithm == Algorithm::kRing);
   for (size_t i = 1; i < large.candidates.size(); ++i) {
     EXPECT_LE(large.candidates[i - 1].second, large.candidates[i].second);
   }
+}
+
+TEST(TunerTest, RingWinsNearTies) {
+  // At 64 MiB on 8 ranks hd's model is a hair ahead of the ring (fewer
+  // latency terms, same bandwidth term): the ring is taken.
+  const TunerChoice choice = ChooseByCost(AllReduce(8, 64 << 20), Model(50, 0.125));
+  ASSERT_FALSE(choice.candidates.empty());
+  EXPECT_EQ(choice.candidates.front().first, Algorithm::kHalvingDoubling);
+  EXPECT_EQ(choice.algorithm, Algorithm::kRing);
+  EXPECT_LE(choice.predicted_s, choice.candidates.front().second * 1.05);
 }
 
 TEST(TunerTest, OnlyAlgorithmsThatSupportTheCollective) {

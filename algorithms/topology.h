@@ -1,0 +1,45 @@
+// Where ranks live: which host each rank runs on. Hierarchical algorithms
+// keep traffic inside a host where they can and cross hosts only between
+// chosen ranks. A Topology is fixed for a communicator's lifetime.
+#pragma once
+
+#include <vector>
+
+namespace chorus {
+
+// host_of_rank[r] identifies rank r's host. Only equality of identities
+// matters: the communicator numbers hosts 0..H-1 in first-seen order, but
+// builders renumber them in order of each host's lowest rank (HostLayout)
+// and assume nothing else (hosts may differ in size, ranks may interleave).
+struct Topology {
+  std::vector<int> host_of_rank;
+};
+
+// The hosts of `nranks` ranks, numbered 0..H-1 in order of their lowest rank.
+// A null topology puts every rank on host 0 (flat). The caller checks
+// IsValidTopology first; HostLayout assumes a valid one.
+class HostLayout {
+ public:
+  HostLayout(const Topology* topology, int nranks);
+
+  int host_count() const { return static_cast<int>(ranks_of_host_.size()); }
+  int host_of(int rank) const { return host_of_[rank]; }
+  // Ranks of `host` in increasing order; the leader is the first.
+  const std::vector<int>& local_ranks(int host) const { return ranks_of_host_[host]; }
+  // Position of `rank` within local_ranks(host_of(rank)).
+  int local_index(int rank) const { return local_index_[rank]; }
+  int leader(int host) const { return ranks_of_host_[host].front(); }
+  // True when every host has the same number of ranks.
+  bool uniform() const;
+
+ private:
+  std::vector<int> host_of_;
+  std::vector<int> local_index_;
+  std::vector<std::vector<int>> ranks_of_host_;
+};
+
+// A topology describes a communicator of `nranks` when it has one entry per
+// rank (nullptr = flat, always valid).
+bool IsValidTopology(const Topology* topology, int nranks);
+
+}  // namespace chorus
