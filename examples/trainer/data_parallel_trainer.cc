@@ -4,15 +4,6 @@
 #include <cmath>
 
 namespace trainer {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-}  // namespace
 
 DataParallelTrainer::DataParallelTrainer(const TrainOptions& options, Model* model, const Dataset* train,
                                          const Dataset* test, chorusComm_t comm)
@@ -54,7 +45,11 @@ chorus::Status DataParallelTrainer::Create(const TrainOptions& options, Model* m
                       ? std::max(1, static_cast<int>(std::lround(options.lr_step_epochs * trainer->steps_per_epoch_)))
                       : lr.total_steps + lr.warmup_steps + 1;
   CHORUS_RETURN_IF_ERROR(LrSchedule::Create(lr, &trainer->schedule_));
-  CHORUS_RETURN_IF_ERROR(MakeOptimizer(options.optimizer, &trainer->optimizer_));
+  ExchangeOptions exchange = options.exchange;
+  exchange.bucket_bytes = options.bucket_bytes;
+  CHORUS_RETURN_IF_ERROR(MakeStepExchange(exchange, options.optimizer, comm, &trainer->sync_,
+                                          model->weights().size(), trainer->steps_per_epoch_,
+                                          &trainer->exchange_));
   *out = std::move(trainer);
   return chorus::Status::Ok();
 }
@@ -63,28 +58,24 @@ chorus::Status DataParallelTrainer::SynchronizeWeights() { return sync_.Broadcas
 
 chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
   const std::vector<uint32_t> indices = sampler_.EpochIndices(epoch);
-  double loss_sum = 0.0, correct = 0.0, compute = 0.0, communication = 0.0;
+  double loss_sum = 0.0, correct = 0.0;
   float rate = 0.0f;
+  const auto gradients_ready = [this](size_t begin) { exchange_->GradientsReady(model_->gradients(), begin); };
   const Clock::time_point epoch_start = Clock::now();
   for (int s = 0; s < steps_per_epoch_; ++s, ++step_) {
-    Clock::time_point start = Clock::now();
     const size_t begin = static_cast<size_t>(s) * local_batch_;
     train_->Gather(indices, begin, begin + local_batch_, &batch_images_, &batch_labels_);
-    const LossResult loss = model_->ForwardBackward(batch_images_, batch_labels_);
+    const LossResult loss = exchange_->wants_gradient_hook()
+                                ? model_->ForwardBackward(batch_images_, batch_labels_, gradients_ready)
+                                : model_->ForwardBackward(batch_images_, batch_labels_);
     loss_sum += loss.mean_loss * local_batch_;
     correct += loss.correct;
-    compute += SecondsSince(start);
-
-    start = Clock::now();
-    CHORUS_RETURN_IF_ERROR(sync_.AverageGradients(model_->gradients()));
-    communication += SecondsSince(start);
-
-    start = Clock::now();
     rate = schedule_.Rate(step_);
-    optimizer_->Step(model_->weights(), model_->gradients(), rate);
-    compute += SecondsSince(start);
+    CHORUS_RETURN_IF_ERROR(exchange_->Update(step_, model_->weights(), model_->gradients(), rate));
   }
+  CHORUS_RETURN_IF_ERROR(exchange_->Quiesce());
   const double seconds = SecondsSince(epoch_start);
+  const ExchangeCounters counters = exchange_->TakeCounters();
   const double samples = static_cast<double>(steps_per_epoch_) * options_.global_batch;
   std::vector<double> totals{loss_sum, correct};
   CHORUS_RETURN_IF_ERROR(sync_.SumAcrossRanks(totals));
@@ -95,8 +86,12 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
   stats->train_loss = totals[0] / samples;
   stats->train_accuracy = totals[1] / samples;
   stats->seconds = seconds;
-  stats->compute_seconds = compute;
-  stats->communication_seconds = communication;
+  stats->compute_seconds = seconds - counters.blocking_seconds;
+  stats->communication_seconds = counters.blocking_seconds;
+  stats->hidden_communication_seconds = counters.hidden_seconds;
+  stats->wire_bytes = counters.wire_bytes;
+  stats->uncompressed_bytes = counters.uncompressed_bytes;
+  stats->extra_bytes = counters.extra_bytes;
   stats->images_per_second = samples / seconds;
   stats->test_accuracy = -1.0;
   if (test_ != nullptr) CHORUS_RETURN_IF_ERROR(Evaluate(*test_, &stats->test_accuracy));

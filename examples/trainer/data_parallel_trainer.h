@@ -1,7 +1,8 @@
-// DataParallelTrainer: synchronous data-parallel SGD for one rank. Each step
+// DataParallelTrainer: data-parallel training for one rank. Each step
 // the rank runs forward/backward on its share (global_batch / nranks) of the
-// global batch, the gradients are averaged over ranks, and every rank applies
-// the same optimizer step, so weights stay identical everywhere.
+// global batch; its StepExchange (the communication mode) then combines the
+// ranks' gradients and updates the weights. In sync mode gradients are
+// averaged and every rank applies the same step, so weights stay identical.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "examples/trainer/lr_schedule.h"
 #include "examples/trainer/model.h"
 #include "examples/trainer/optimizer.h"
+#include "examples/trainer/step_exchange.h"
 
 namespace trainer {
 
@@ -27,7 +29,8 @@ struct TrainOptions {
   LrScheduleOptions lr;  // global_batch, total_steps and step_every in steps are filled in by Create
   float warmup_epochs = 0.0f;
   float lr_step_epochs = 0.0f;  // step schedule: decay every this many epochs (0: never)
-  size_t bucket_bytes = 0;      // 0: one fused AllReduce
+  size_t bucket_bytes = 0;      // 0: one fused AllReduce (overlap: its default bucket)
+  ExchangeOptions exchange;     // communication mode; its bucket_bytes comes from above
 };
 
 struct EpochStats {
@@ -38,7 +41,11 @@ struct EpochStats {
   double test_accuracy = 0.0;  // -1 when no test set
   double seconds = 0.0;        // training only, evaluation excluded
   double compute_seconds = 0.0;
-  double communication_seconds = 0.0;
+  double communication_seconds = 0.0;  // the loop waited on communication
+  double hidden_communication_seconds = 0.0;  // overlap / pipe-sgd: ran under compute (upper bound)
+  unsigned long long wire_bytes = 0;          // this rank's compressed payload (pipe-sgd fp16, lion-cub)
+  unsigned long long uncompressed_bytes = 0;  // the same collectives as float32 AllReduces
+  unsigned long long extra_bytes = 0;         // this rank's plain payload beside them (gossip, momentum sync)
   double images_per_second = 0.0;  // global
 };
 
@@ -67,7 +74,7 @@ class DataParallelTrainer {
   const Dataset* test_;
   GradientSync sync_;
   DistributedSampler sampler_;
-  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<StepExchange> exchange_;
   LrSchedule schedule_;
   int local_batch_ = 0;
   int steps_per_epoch_ = 0;

@@ -41,10 +41,11 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
     status = EpochReport::Open(options.csv_path, &report);
     if (!status.ok()) return Fail(status);
     std::printf("%s on %d train / %d test images, %d rank(s), global batch %d (%d per rank), %d steps/epoch, "
-                "allreduce %s, %s\n%s",
+                "allreduce %s, %s, mode %s\n%s",
                 options.model.c_str(), train.count, test.count, nranks, options.train.global_batch,
                 trainer->local_batch(), trainer->steps_per_epoch(), options.algo.c_str(),
-                options.train.bucket_bytes == 0 ? "one fused buffer" : "bucketed", model->Describe().c_str());
+                options.train.bucket_bytes == 0 ? "one fused buffer" : "bucketed",
+                options.train.exchange.mode.c_str(), model->Describe().c_str());
     report.PrintHeader();
   }
   status = trainer->SynchronizeWeights();
@@ -53,7 +54,7 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
     EpochStats stats;
     status = trainer->TrainEpoch(epoch, &stats);
     if (!status.ok()) return Fail(status);
-    if (rank == 0) report.Add(stats, options.model, nranks, options.algo);
+    if (rank == 0) report.Add(stats, options.model, nranks, options.algo, options.train.exchange.mode);
   }
   return 0;
 }

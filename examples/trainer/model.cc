@@ -14,6 +14,7 @@ Model::Model(Shape sample, std::vector<std::unique_ptr<Layer>> layers, uint64_t 
   Rng rng(seed);
   size_t offset = 0;
   for (auto& layer : layers_) {
+    parameter_offsets_.push_back(offset);
     layer->BindParameters(weights_.data() + offset, gradients_.data() + offset);
     layer->InitializeParameters(rng);
     offset += layer->ParameterCount();
@@ -32,7 +33,8 @@ const Tensor& Model::Forward(const Tensor& input) {
   return *current;
 }
 
-LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels) {
+LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels,
+                                  const std::function<void(size_t)>& gradients_ready) {
   std::fill(gradients_.begin(), gradients_.end(), 0.0f);
   const Tensor& logits = Forward(input);
   const LossResult loss = SoftmaxCrossEntropy(logits, labels, &logits_grad_);
@@ -43,6 +45,7 @@ LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t
     // keeps every layer on one path (and costs one small GEMM).
     layers_[i]->Backward(layer_input, activations_[i], *output_grad, &activation_grads_[i]);
     output_grad = &activation_grads_[i];
+    if (gradients_ready && layers_[i]->ParameterCount() > 0) gradients_ready(parameter_offsets_[i]);
   }
   return loss;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,7 +25,11 @@ class Model {
   const Tensor& Forward(const Tensor& input);
   // Zeroes the gradients, runs Forward, the loss and the backward pass:
   // gradients() then holds dMeanLoss/dWeights over this batch.
-  LossResult ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels);
+  // `gradients_ready(begin)`, when given, is called during the backward pass
+  // once gradients()[begin, end) are final (layers finish in reverse order,
+  // so `begin` only decreases); communication can start on that range.
+  LossResult ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels,
+                             const std::function<void(size_t)>& gradients_ready = nullptr);
 
   std::vector<float>& weights() { return weights_; }
   std::vector<float>& gradients() { return gradients_; }
@@ -39,6 +44,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<float> weights_;
   std::vector<float> gradients_;
+  std::vector<size_t> parameter_offsets_;  // layer i's slice starts here
   std::vector<Tensor> activations_;  // activations_[i] is the output of layer i
   std::vector<Tensor> activation_grads_;
   Tensor logits_grad_;

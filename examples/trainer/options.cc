@@ -53,6 +53,16 @@ const char* UsageText() {
          "                             srun or torchrun the launcher's environment wins\n"
          "  --algo auto|ring|tree|ps|hd  allreduce algorithm (chorusConfig_t.algo)\n"
          "  --bucket-mib X             allreduce gradients in X MiB buckets (default 0: one)\n"
+         "communication modes (at most one; default: synchronous AllReduce):\n"
+         "  --overlap                  allreduce each bucket on a stream as soon as backward\n"
+         "                             produced it (default bucket 0.25 MiB)\n"
+         "  --pipe-sgd                 Pipe-SGD, staleness 1, after --warmup-steps N\n"
+         "                             synchronous steps (default min(20, steps/epoch));\n"
+         "                             --fp16-wire: fp16 on the wire (chorusCompressFp16)\n"
+         "  --gossip                   average weights with one partner per step (GossipGraD)\n"
+         "  --lion-cub                 Lion with a 1-bit majority vote of sign(c);\n"
+         "                             --lion-cub-int8: int8 votes; --momentum-sync K:\n"
+         "                             average momenta every K steps (default 10)\n"
          "  --data DIR                 Fashion-MNIST IDX files (default " 
          "/usr/share/datasets/fashion-mnist)\n"
          "  --train-limit N --test-limit N  use only the first N samples\n"
@@ -105,11 +115,42 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
       {"--seed", integer(&seed)},
       {"--blas-threads", integer(&o.blas_threads)},
       {"--csv", text(&o.csv_path)},
+      {"--warmup-steps", integer(&t.exchange.warmup_steps)},
+      {"--momentum-sync", integer(&t.exchange.momentum_sync_steps)},
+  };
+  std::string mode = "sync";
+  auto select_mode = [&mode](const char* name) -> std::function<chorus::Status()> {
+    return [&mode, name]() {
+      if (mode != "sync" && mode != name) {
+        return chorus::InvalidArgument("--", mode, " and --", name, " are exclusive");
+      }
+      mode = name;
+      return chorus::Status::Ok();
+    };
+  };
+  auto set = [](bool* field) -> std::function<chorus::Status()> {
+    return [field]() {
+      *field = true;
+      return chorus::Status::Ok();
+    };
+  };
+  const std::map<std::string, std::function<chorus::Status()>> switches = {
+      {"--overlap", select_mode("overlap")},
+      {"--pipe-sgd", select_mode("pipe-sgd")},
+      {"--gossip", select_mode("gossip")},
+      {"--lion-cub", select_mode("lion-cub")},
+      {"--fp16-wire", set(&t.exchange.fp16_wire)},
+      {"--lion-cub-int8", set(&t.exchange.lion_cub_int8)},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       o.help = true;
+      continue;
+    }
+    const auto toggle = switches.find(flag);
+    if (toggle != switches.end()) {
+      CHORUS_RETURN_IF_ERROR(toggle->second());
       continue;
     }
     const auto found = flags.find(flag);
@@ -122,7 +163,12 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
   }
   if (o.ranks < 1) return chorus::InvalidArgument("--ranks must be at least 1");
   if (t.epochs < 1 || t.global_batch < 1) return chorus::InvalidArgument("--epochs and --batch must be at least 1");
+  if (t.exchange.lion_cub_int8) CHORUS_RETURN_IF_ERROR(select_mode("lion-cub")());
+  if (t.exchange.fp16_wire && mode != "pipe-sgd") return chorus::InvalidArgument("--fp16-wire needs --pipe-sgd");
+  if (mode == "lion-cub") t.optimizer.name = "lion";
+  t.exchange.mode = mode;
   o.seed = static_cast<uint64_t>(seed);
+  t.exchange.gossip_seed = o.seed;
   t.data_seed = o.seed + 1;
   t.bucket_bytes = static_cast<size_t>(o.bucket_mib * 1024.0 * 1024.0);
   *out = o;

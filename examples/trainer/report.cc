@@ -19,7 +19,8 @@ chorus::Status EpochReport::Open(const std::string& csv_path, EpochReport* out) 
     if (is_new) {
       std::fprintf(report.csv_,
                    "model,ranks,algo,epoch,lr,train_loss,train_accuracy,test_accuracy,seconds,"
-                   "compute_seconds,communication_seconds,images_per_second\n");
+                   "compute_seconds,communication_seconds,images_per_second,mode,hidden_communication_seconds,"
+                   "wire_bytes,uncompressed_bytes,extra_bytes\n");
     }
   }
   *out = std::move(report);
@@ -40,15 +41,30 @@ void EpochReport::PrintHeader() const {
               "compute_s", "comm_s", "images/s");
 }
 
-void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks, const std::string& algo) {
+void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks, const std::string& algo,
+                      const std::string& mode) {
   std::printf("%5d %9.5f %10.5f %9.2f %9.2f %8.1f %9.1f %9.2f %10.0f\n", s.epoch + 1, s.learning_rate,
               s.train_loss, 100 * s.train_accuracy, 100 * s.test_accuracy, s.seconds, s.compute_seconds,
               s.communication_seconds, s.images_per_second);
+  if (s.hidden_communication_seconds > 0) {
+    std::printf("      %s: %.2f s of communication ran under computation (upper bound)\n", mode.c_str(),
+                s.hidden_communication_seconds);
+  }
+  if (s.uncompressed_bytes > 0) {
+    std::printf("      %s: %.3f MB on the wire for %.3f MB of float32 AllReduce (%.1fx fewer)", mode.c_str(),
+                s.wire_bytes / 1e6, s.uncompressed_bytes / 1e6,
+                s.wire_bytes > 0 ? static_cast<double>(s.uncompressed_bytes) / s.wire_bytes : 0.0);
+    if (s.extra_bytes > 0) std::printf(", plus %.3f MB plain", s.extra_bytes / 1e6);
+    std::printf(" per rank\n");
+  } else if (s.extra_bytes > 0) {
+    std::printf("      %s: %.3f MB sent per rank\n", mode.c_str(), s.extra_bytes / 1e6);
+  }
   std::fflush(stdout);
   if (csv_ == nullptr) return;
-  std::fprintf(csv_, "%s,%d,%s,%d,%.6g,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%.1f\n", model.c_str(), nranks, algo.c_str(),
-               s.epoch + 1, s.learning_rate, s.train_loss, s.train_accuracy, s.test_accuracy, s.seconds,
-               s.compute_seconds, s.communication_seconds, s.images_per_second);
+  std::fprintf(csv_, "%s,%d,%s,%d,%.6g,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%.1f,%s,%.3f,%llu,%llu,%llu\n", model.c_str(),
+               nranks, algo.c_str(), s.epoch + 1, s.learning_rate, s.train_loss, s.train_accuracy, s.test_accuracy,
+               s.seconds, s.compute_seconds, s.communication_seconds, s.images_per_second, mode.c_str(),
+               s.hidden_communication_seconds, s.wire_bytes, s.uncompressed_bytes, s.extra_bytes);
   std::fflush(csv_);
 }
 

@@ -20,7 +20,8 @@ class EpochReport {
   ~EpochReport();
 
   void PrintHeader() const;
-  void Add(const EpochStats& stats, const std::string& model, int nranks, const std::string& algo);
+  void Add(const EpochStats& stats, const std::string& model, int nranks, const std::string& algo,
+           const std::string& mode);
 
  private:
   std::FILE* csv_ = nullptr;
