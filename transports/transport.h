@@ -89,7 +89,8 @@ class Transport {
   virtual void Wakeup() = 0;
 
   // Closes every connection at once so that peers see the failure quickly
-  // (used on abort and after an error). Idempotent.
+  // (used on abort and after an error). After it returns the transport never
+  // touches posted requests or their buffers again. Idempotent.
   virtual void Shutdown() = 0;
 };
 

@@ -381,10 +381,10 @@ void Communicator::BeginPending() {
 }
 
 void Communicator::EndPending() {
-  {
-    std::lock_guard<std::mutex> lock(pending_mutex_);
-    --pending_;
-  }
+  // Notify under the lock: once WaitIdle sees 0 the communicator may be
+  // destroyed, so pending_cv_ must not be touched after the unlock.
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  --pending_;
   pending_cv_.notify_all();
 }
 

@@ -306,7 +306,11 @@ Status ExecuteSchedules(Transport* transport, int rank, const std::vector<BoundS
                         const ExecutorOptions& options, const std::atomic<bool>& abort, Deadline deadline) {
   Execution execution(transport, rank, options);
   CHORUS_RETURN_IF_ERROR(execution.Prepare(schedules));
-  return execution.Run(abort, deadline);
+  Status status = execution.Run(abort, deadline);
+  // Requests may still be posted and transports have no cancel: Shutdown
+  // makes the transport let go of them before `execution` frees them.
+  if (!status.ok()) transport->Shutdown();
+  return status;
 }
 
 }  // namespace chorus

@@ -33,8 +33,8 @@ struct ExecutorOptions {
 };
 
 // Runs `schedules` to completion as one unit. On an error, abort or timeout
-// some of its transfer requests may still be posted in the transport: the
-// caller must Shutdown() the transport and not progress it again. Messages to a peer are posted
+// it shuts the transport down (its requests may still be posted there), so
+// the transport is unusable afterwards. Messages to a peer are posted
 // in the order of `schedules`, then step order, then chunk order. Returns the
 // transport's error, chorusTimeout at `deadline`, or chorusRemoteError when
 // `abort` becomes true.

@@ -143,7 +143,7 @@ TEST(HostStreamTest, DestructorDrainsPendingItems) {
       return Status::Ok();
     });
     for (int i = 0; i < 50; ++i) {
-      stream.Enqueue([&] {
+      stream.Enqueue([&ran, i] {
         ++ran;
         return i % 7 == 0 ? InternalError("ignored at destruction") : Status::Ok();
       });

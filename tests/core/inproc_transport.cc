@@ -140,6 +140,14 @@ void InprocTransport::Wakeup() {
 void InprocTransport::Shutdown() {
   Lock lock(fabric_->mutex_);
   fabric_->ranks_[rank_].shut_down = true;
+  // The owner may free its requests once Shutdown returns: peers must not
+  // match against them any more.
+  for (int peer = 0; peer < fabric_->nranks(); ++peer) {
+    if (peer == rank_) continue;
+    fabric_->channel(rank_, peer).sends.clear();
+    fabric_->channel(peer, rank_).recvs.clear();
+  }
+  fabric_->ranks_[rank_].completed_sends.clear();
   for (InprocFabric::RankState& state : fabric_->ranks_) state.wake.notify_all();
 }
 

@@ -28,7 +28,12 @@ constexpr auto kYieldUntil = microseconds(100);
 constexpr int64_t kPendingSleepSliceUs = 5000;
 constexpr auto kLivenessInterval = microseconds(kPendingSleepSliceUs);
 // Longest Shutdown waits for a peer to finish copying from our buffers.
+// How long Shutdown waits for a peer still copying out of our buffers: a
+// peer process may be dead, so briefly; a peer thread of this process is
+// alive by definition and its memcpy would fault on a freed buffer, so it
+// gets as long as a slow (sanitised, oversubscribed) copy can take.
 constexpr auto kPullDrainLimit = std::chrono::seconds(1);
+constexpr auto kSameProcessPullDrainLimit = std::chrono::seconds(60);
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -235,8 +240,9 @@ void ShmTransport::Shutdown() {
   shm::WakeOwner(header());
   // A peer may be copying out of one of our buffers right now; once we
   // return, the caller may free it. Bounded: the peer may be dead.
-  const Clock::time_point give_up = Clock::now() + kPullDrainLimit;
+  const Clock::time_point start = Clock::now();
   for (Peer* peer : connected_peers_) {
+    const Clock::time_point give_up = start + (peer->pid == ::getpid() ? kSameProcessPullDrainLimit : kPullDrainLimit);
     const shm::RingControl* ring = shm::RingControlOf(peer->segment->data(), peer->ring_bytes, options_.rank);
     while (ring->pulling.load(std::memory_order_seq_cst) != 0 && Clock::now() < give_up) ::sched_yield();
   }
