@@ -3,6 +3,7 @@
 // A rule violation (bad rank, duplicate, disagreeing nranks) is answered to
 // every rank that has joined or joins later, so nobody waits for a table
 // that will never come.
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -107,8 +108,13 @@ class RendezvousRoot {
       seen_.assign(expected_, false);
     }
     if (joiner.nranks != expected_) {
-      return InvalidUsage("rendezvous: rank ", joiner.rank, " says there are ", joiner.nranks,
-                          " ranks, but an earlier rank said ", expected_);
+      Status status = InvalidUsage("rendezvous: rank ", joiner.rank, " says there are ", joiner.nranks,
+                                   " ranks, but an earlier rank said ", expected_);
+      // The true size is unknown now: answer as many ranks as the smaller
+      // claim, so the root (and the process hosting it) does not wait for
+      // ranks that may not exist.
+      expected_ = std::min(expected_, joiner.nranks);
+      return status;
     }
     if (seen_[joiner.rank]) {
       return InvalidUsage("rendezvous: rank ", joiner.rank, " joined twice (duplicate rank)");
