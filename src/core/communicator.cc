@@ -17,6 +17,26 @@ namespace chorus {
 
 namespace {
 constexpr uint64_t kPointToPointTag = 1ull << 63;
+
+size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+uint8_t* Writable(const void* buffer) { return const_cast<uint8_t*>(static_cast<const uint8_t*>(buffer)); }
+
+// The schedule of one send, receive or local copy, from kSend to kRecv.
+Schedule OneStepSchedule(StepKind kind, int peer, size_t bytes, DataType dtype, const char* name) {
+  Schedule schedule;
+  schedule.algorithm = name;
+  schedule.dtype = dtype;
+  schedule.element_size = DataTypeSize(dtype);
+  Step step;
+  step.kind = kind;
+  step.peer = peer;
+  step.src = {BufferId::kSend, 0};
+  step.dst = {BufferId::kRecv, 0};
+  step.bytes = bytes;
+  schedule.Add(step);
+  return schedule;
+}
 }  // namespace
 
 Communicator::Communicator(int rank, int nranks, const CommOptions& options)
@@ -136,10 +156,16 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
   std::vector<Schedule> p2p_schedules;
   std::vector<std::unique_ptr<uint8_t[]>> scaled_inputs;
   std::vector<BoundSchedule> bound;
-  std::vector<size_t> scratch_offsets;
-  size_t scratch_total = 0;
   p2p_schedules.reserve(ops.size());
 
+  // Where each collective's scratch, and the private memory standing in for
+  // the buffers NCCL ignores on non-roots (see collective.h), start in one
+  // workspace reservation.
+  struct ScratchLayout {
+    size_t scratch = 0, send = 0, recv = 0;
+  };
+  std::vector<ScratchLayout> layouts;
+  size_t scratch_total = 0;
   for (const Operation& op : ops) {
     if (op.kind != Operation::Kind::kCollective) continue;
     CollectiveArgs args = op.args;
@@ -151,7 +177,7 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
                  DataTypeName(args.dtype), " algo ", schedule->algorithm, " steps ", schedule->steps.size());
     BoundSchedule b;
     b.schedule = schedule.get();
-    b.send = const_cast<uint8_t*>(static_cast<const uint8_t*>(op.send));
+    b.send = Writable(op.send);
     b.recv = static_cast<uint8_t*>(op.recv);
     b.tag = (++collective_sequence_ << 8) | static_cast<uint64_t>(args.coll);
     if (op.premultiply && op.send != nullptr) {
@@ -163,34 +189,22 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
       b.send = scaled.get();
       scaled_inputs.push_back(std::move(scaled));
     }
-    scratch_offsets.push_back(scratch_total);
-    scratch_total += (schedule->scratch_bytes + 63) / 64 * 64;
+    ScratchLayout layout;
+    layout.scratch = scratch_total;
+    scratch_total += RoundUp64(schedule->scratch_bytes);
+    layout.send = scratch_total;
+    if (b.send == nullptr) scratch_total += RoundUp64(SendBufferBytes(args));
+    layout.recv = scratch_total;
+    if (b.recv == nullptr) scratch_total += RoundUp64(RecvBufferBytes(args));
+    layouts.push_back(layout);
     bound.push_back(b);
     keep.push_back(std::move(schedule));
   }
-  // Buffers NCCL ignores on non-roots get private memory (see collective.h).
-  std::vector<size_t> placeholder_offsets;
-  size_t collective_index = 0;
-  for (const Operation& op : ops) {
-    if (op.kind != Operation::Kind::kCollective) continue;
-    BoundSchedule& b = bound[collective_index++];
-    placeholder_offsets.push_back(scratch_total);
-    if (b.send == nullptr) scratch_total += (SendBufferBytes(op.args) + 63) / 64 * 64;
-    if (b.recv == nullptr) scratch_total += (RecvBufferBytes(op.args) + 63) / 64 * 64;
-  }
   uint8_t* scratch = scratch_total > 0 ? scratch_.Reserve(scratch_total) : nullptr;
-  collective_index = 0;
-  for (const Operation& op : ops) {
-    if (op.kind != Operation::Kind::kCollective) continue;
-    size_t i = collective_index++;
-    BoundSchedule& b = bound[i];
-    b.scratch = scratch + scratch_offsets[i];
-    uint8_t* placeholder = scratch + placeholder_offsets[i];
-    if (b.send == nullptr) {
-      b.send = placeholder;
-      placeholder += (SendBufferBytes(op.args) + 63) / 64 * 64;
-    }
-    if (b.recv == nullptr) b.recv = placeholder;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    bound[i].scratch = scratch + layouts[i].scratch;
+    if (bound[i].send == nullptr) bound[i].send = scratch + layouts[i].send;
+    if (bound[i].recv == nullptr) bound[i].recv = scratch + layouts[i].recv;
   }
 
   // Sends to oneself pair with receives from oneself of the same launch, in
@@ -209,42 +223,24 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
       return InvalidUsage("rank ", rank_, ": send to itself of ", self_sends[i]->bytes,
                           " bytes meets a receive of ", self_recvs[i]->bytes, " bytes");
     }
-    Schedule schedule;
-    schedule.algorithm = "self";
-    schedule.dtype = chorusUint8;
-    Step step;
-    step.kind = StepKind::kCopy;
-    step.src = {BufferId::kSend, 0};
-    step.dst = {BufferId::kRecv, 0};
-    step.bytes = self_sends[i]->bytes;
-    schedule.Add(step);
-    p2p_schedules.push_back(std::move(schedule));
+    p2p_schedules.push_back(OneStepSchedule(StepKind::kCopy, -1, self_sends[i]->bytes, chorusUint8, "self"));
     BoundSchedule b;
     b.schedule = &p2p_schedules.back();
-    b.send = const_cast<uint8_t*>(static_cast<const uint8_t*>(self_sends[i]->send));
+    b.send = Writable(self_sends[i]->send);
     b.recv = static_cast<uint8_t*>(self_recvs[i]->recv);
     bound.push_back(b);
   }
 
   for (const Operation& op : ops) {
     if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer == rank_) continue;
-    Schedule schedule;
-    schedule.algorithm = op.kind == Operation::Kind::kSend ? "send" : "recv";
-    schedule.dtype = op.dtype;
-    schedule.element_size = DataTypeSize(op.dtype);
-    Step step;
-    step.kind = op.kind == Operation::Kind::kSend ? StepKind::kSend : StepKind::kRecv;
-    step.peer = op.peer;
-    step.src = {BufferId::kSend, 0};
-    step.dst = {BufferId::kRecv, 0};
-    step.bytes = op.bytes;
-    schedule.Add(step);
-    p2p_schedules.push_back(std::move(schedule));
+    const bool sending = op.kind == Operation::Kind::kSend;
+    p2p_schedules.push_back(OneStepSchedule(sending ? StepKind::kSend : StepKind::kRecv, op.peer, op.bytes, op.dtype,
+                                            sending ? "send" : "recv"));
     BoundSchedule b;
     b.schedule = &p2p_schedules.back();
-    b.send = const_cast<uint8_t*>(static_cast<const uint8_t*>(op.send));
+    b.send = Writable(op.send);
     b.recv = static_cast<uint8_t*>(op.recv);
-    uint64_t sequence = op.kind == Operation::Kind::kSend ? sends_to_[op.peer]++ : recvs_from_[op.peer]++;
+    uint64_t sequence = sending ? sends_to_[op.peer]++ : recvs_from_[op.peer]++;
     b.tag = kPointToPointTag | sequence;
     bound.push_back(b);
   }
@@ -290,18 +286,24 @@ Algorithm Communicator::ChooseFor(const Operation& op) {
   return choice.algorithm;
 }
 
-Status Communicator::TimeAllReduce(size_t bytes, int iterations, double* seconds) {
-  std::vector<float> buffer(bytes / sizeof(float), 1.0f);
+Operation Communicator::InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const {
   Operation op;
   op.args.coll = Collective::kAllReduce;
-  op.args.count = buffer.size();
-  op.args.dtype = chorusFloat32;
+  op.args.count = count;
+  op.args.dtype = dtype;
+  op.args.op = reduce;
   op.args.nranks = nranks_;
   op.args.rank = rank_;
   op.args.in_place = true;
-  op.send = buffer.data();
-  op.recv = buffer.data();
+  op.send = data;
+  op.recv = data;
   op.algorithm = Algorithm::kRing;
+  return op;
+}
+
+Status Communicator::TimeAllReduce(size_t bytes, int iterations, double* seconds) {
+  std::vector<float> buffer(bytes / sizeof(float), 1.0f);
+  const Operation op = InternalRingAllReduce(buffer.data(), buffer.size(), chorusFloat32, ReduceOp::kSum);
   CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {op}));  // warm-up: connections, caches
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < iterations; ++i) CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {op}));
@@ -331,18 +333,7 @@ Status Communicator::Calibrate() {
     for (int i = 0; i < 4; ++i) ReduceKernel(a.data(), a.data(), b.data(), a.size(), chorusFloat32, ReduceOp::kSum);
     times[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 4 / kLargeBytes;
   }
-  Operation agree;
-  agree.args.coll = Collective::kAllReduce;
-  agree.args.count = 3;
-  agree.args.dtype = chorusFloat64;
-  agree.args.op = ReduceOp::kMax;
-  agree.args.nranks = nranks_;
-  agree.args.rank = rank_;
-  agree.args.in_place = true;
-  agree.send = times;
-  agree.recv = times;
-  agree.algorithm = Algorithm::kRing;
-  CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {agree}));
+  CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {InternalRingAllReduce(times, 3, chorusFloat64, ReduceOp::kMax)}));
   tuner_ = ModelFromRingTimings(nranks_, kSmallBytes, times[0], kLargeBytes, times[1], times[2], options_.chunk_bytes);
   CHORUS_INFO("TUNE", "rank ", rank_, ": measured alpha ", tuner_.alpha_s * 1e6, " us, bandwidth ",
               1e-9 / tuner_.beta_s_per_byte, " GB/s, reduction ", 1e-9 / std::max(1e-15, tuner_.gamma_s_per_byte),

@@ -89,6 +89,8 @@ class Communicator {
   // communicator (collective: every rank runs it at creation).
   Status Calibrate();
   Status TimeAllReduce(size_t bytes, int iterations, double* seconds);
+  // An in-place ring allreduce of this communicator, for its own use.
+  Operation InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const;
   void Fail(const Status& status);
 
   const int rank_;
