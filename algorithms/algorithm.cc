@@ -136,6 +136,9 @@ Builder FindBuilder(Algorithm algo, Collective coll) {
       {Algorithm::kChain, Collective::kReduce, BuildChainReduce},
       {Algorithm::kHierarchical, Collective::kAllReduce, BuildHierarchicalAllReduce},
       {Algorithm::kHierarchicalSliced, Collective::kAllReduce, BuildHierarchicalSlicedAllReduce},
+      {Algorithm::kDirect, Collective::kAllReduce, BuildDirectAllReduce},
+      {Algorithm::kDirect, Collective::kReduceScatter, BuildDirectReduceScatter},
+      {Algorithm::kDirect, Collective::kAllGather, BuildDirectAllGather},
   };
   for (const Entry& entry : kBuilders) {
     if (entry.algo == algo && entry.coll == coll) return entry.build;
@@ -167,6 +170,8 @@ const char* AlgorithmName(Algorithm algo) {
       return "hier";
     case Algorithm::kHierarchicalSliced:
       return "hier_sliced";
+    case Algorithm::kDirect:
+      return "direct";
     case Algorithm::kCount:
       break;
   }
@@ -188,7 +193,7 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     Algorithm algo;
     if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
       return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec,
-                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree, chain, hier or hier_sliced)");
+                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree, chain, hier, hier_sliced or direct)");
     }
     if (colon == std::string::npos) {
       // A bare name applies to every collective that has such a builder.
@@ -227,6 +232,8 @@ bool Supports(Algorithm algo, Collective coll) {
       return coll == Collective::kAllReduce;
     case Algorithm::kChain:
       return coll == Collective::kBroadcast || coll == Collective::kReduce;
+    case Algorithm::kDirect:
+      return coll == Collective::kAllReduce || coll == Collective::kReduceScatter || coll == Collective::kAllGather;
     case Algorithm::kAuto:
     case Algorithm::kCount:
       return false;

@@ -1,5 +1,6 @@
 // One schedule builder per (collective, algorithm), each in its own file under
-// the algorithm's folder (ring/, tree/, ps/, hd/, dbtree/, chain/, hier/).
+// the algorithm's folder (ring/, tree/, ps/, hd/, dbtree/, chain/, hier/,
+// direct/).
 // BuildSchedule (algorithm.cc) validates the arguments and dispatches here,
 // so builders may assume 0 <= rank, root < nranks, count > 0, nranks > 1
 // where they say so, and a valid dtype.
@@ -41,5 +42,9 @@ Status BuildChainReduce(const CollectiveArgs& args, Schedule* out);
 // Use args.topology (hier/); see algorithms/topology.h.
 Status BuildHierarchicalAllReduce(const CollectiveArgs& args, Schedule* out);
 Status BuildHierarchicalSlicedAllReduce(const CollectiveArgs& args, Schedule* out);
+
+Status BuildDirectAllReduce(const CollectiveArgs& args, Schedule* out);
+Status BuildDirectReduceScatter(const CollectiveArgs& args, Schedule* out);
+Status BuildDirectAllGather(const CollectiveArgs& args, Schedule* out);
 
 }  // namespace chorus

@@ -19,7 +19,24 @@ struct TransportCapabilities {
   bool gpu_memory = false;       // accepts device pointers
   bool one_sided_write = false;  // RDMA-style writes into registered memory
   int max_inflight = 0;          // per endpoint, 0 = unbounded
+  // Some endpoints combine on receipt (TransferRequest::combine); ask the
+  // endpoint, since one transport facade may mix kinds.
+  bool combine_on_receive = false;
 };
+
+// Combine on receipt: a receive that hands the incoming bytes to a function
+// instead of copying them into TransferRequest::buffer, so that the caller can
+// fold them into its data (e.g. reduce) while they are hot, or without them
+// ever landing in memory. The transport only calls the function.
+struct ReceiveCombiner {
+  // Called in order with consecutive pieces of the message: `offset` is the
+  // piece's position in the message, `incoming` is readable only during the
+  // call. Every piece but the last is a multiple of kCombinePieceAlign bytes,
+  // so a piece never splits an element. A zero-byte message makes no call.
+  void (*fn)(void* context, size_t offset, const void* incoming, size_t bytes) = nullptr;
+  void* context = nullptr;
+};
+constexpr size_t kCombinePieceAlign = 64;
 
 // One message transfer. Owned by the caller, who must keep it (and the
 // buffer) alive until `done` is set by Transport::Progress. The transport
@@ -30,6 +47,10 @@ struct TransferRequest {
   void* buffer = nullptr;
   size_t bytes = 0;
   uint64_t tag = 0;  // checked: sender's and receiver's tags must match
+  // Receives only, and only on endpoints whose combine_on_receive() is true
+  // (others would copy into `buffer`): when set, the transport passes the
+  // payload to it and never writes `buffer`. Must outlive the request.
+  const ReceiveCombiner* combine = nullptr;
 
   // Set by the transport.
   bool done = false;
@@ -51,6 +72,8 @@ class Endpoint {
   virtual int peer() const = 0;
   virtual Status PostSend(TransferRequest* request) = 0;
   virtual Status PostRecv(TransferRequest* request) = 0;
+  // Whether PostRecv honours TransferRequest::combine on this endpoint.
+  virtual bool combine_on_receive() const { return false; }
 };
 
 struct TransportOptions {

@@ -72,6 +72,7 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
     correct += loss.correct;
     rate = schedule_.Rate(step_);
     CHORUS_RETURN_IF_ERROR(exchange_->Update(step_, model_->weights(), model_->gradients(), rate));
+    if (step_observer_) step_observer_(s + 1);
   }
   CHORUS_RETURN_IF_ERROR(exchange_->Quiesce());
   const double seconds = SecondsSince(epoch_start);
@@ -92,6 +93,8 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
   stats->wire_bytes = counters.wire_bytes;
   stats->uncompressed_bytes = counters.uncompressed_bytes;
   stats->extra_bytes = counters.extra_bytes;
+  stats->gradient_bytes = counters.gradient_bytes;
+  stats->steps = steps_per_epoch_;
   stats->images_per_second = samples / seconds;
   stats->test_accuracy = -1.0;
   if (test_ != nullptr) CHORUS_RETURN_IF_ERROR(Evaluate(*test_, &stats->test_accuracy));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,8 @@ struct EpochStats {
   unsigned long long wire_bytes = 0;          // this rank's compressed payload (pipe-sgd fp16, lion-cub)
   unsigned long long uncompressed_bytes = 0;  // the same collectives as float32 AllReduces
   unsigned long long extra_bytes = 0;         // this rank's plain payload beside them (gossip, momentum sync)
+  unsigned long long gradient_bytes = 0;      // this rank's payload of gradient collectives, every mode
+  int steps = 0;                              // optimizer steps in the epoch
   double images_per_second = 0.0;  // global
 };
 
@@ -60,6 +63,10 @@ class DataParallelTrainer {
   chorus::Status TrainEpoch(int epoch, EpochStats* stats);
   // Accuracy of the model over `data`, each rank scoring a strided share.
   chorus::Status Evaluate(const Dataset& data, double* accuracy);
+
+  // Called after every step of TrainEpoch with the steps done so far in the
+  // epoch (a progress bar).
+  void set_step_observer(std::function<void(int steps_done)> observer) { step_observer_ = std::move(observer); }
 
   int steps_per_epoch() const { return steps_per_epoch_; }
   int local_batch() const { return local_batch_; }
@@ -81,6 +88,7 @@ class DataParallelTrainer {
   int step_ = 0;  // global step count
   Tensor batch_images_;
   std::vector<uint8_t> batch_labels_;
+  std::function<void(int)> step_observer_;
 };
 
 }  // namespace trainer

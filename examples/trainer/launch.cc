@@ -96,6 +96,11 @@ int Launch(const LaunchOptions& options, const RankMain& rank_main) {
     const pid_t done = waitpid(-1, &status, 0);
     if (done < 0) break;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok && options.elastic && WIFSIGNALED(status)) {
+      std::fprintf(stderr, "elastic: process %d was killed by signal %d; the other ranks go on\n",
+                   static_cast<int>(done), WTERMSIG(status));
+      continue;
+    }
     if (!ok && exit_status == 0) {
       exit_status = 1;
       std::fprintf(stderr, "a rank failed (process %d); stopping the others\n", static_cast<int>(done));

@@ -19,6 +19,7 @@ struct LaunchOptions {
   int ranks = 1;
   std::string algo = "auto";  // allreduce algorithm forced through chorusConfig_t.algo
   int blas_threads = 0;       // 0: cores / ranks
+  bool elastic = false;       // a rank killed by a signal does not stop the others
 };
 
 // Returns an exit status: 0 when every rank's `rank_main` returned 0.

@@ -4,9 +4,11 @@
 
 #include "examples/trainer/data_parallel_trainer.h"
 #include "examples/trainer/dataset.h"
+#include "examples/trainer/elastic.h"
 #include "examples/trainer/launch.h"
 #include "examples/trainer/models.h"
 #include "examples/trainer/options.h"
+#include "examples/trainer/progress_bar.h"
 #include "examples/trainer/report.h"
 
 namespace trainer {
@@ -50,9 +52,13 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
   }
   status = trainer->SynchronizeWeights();
   if (!status.ok()) return Fail(status);
+  ProgressBar progress(stderr);  // rank 0, on a terminal only
+  if (rank == 0 && progress.enabled()) trainer->set_step_observer([&progress](int done) { progress.Update(done); });
   for (int epoch = 0; epoch < options.train.epochs; ++epoch) {
     EpochStats stats;
+    progress.StartEpoch(epoch, options.train.epochs, trainer->steps_per_epoch(), options.train.global_batch);
     status = trainer->TrainEpoch(epoch, &stats);
+    progress.Clear();
     if (!status.ok()) return Fail(status);
     if (rank == 0) report.Add(stats, options.model, nranks, options.algo, options.train.exchange.mode);
   }
@@ -74,7 +80,13 @@ int Main(int argc, char** argv) {
   if (!status.ok()) return Fail(status);
   Truncate(&train, options.train_limit);
   Truncate(&test, options.test_limit);
-  const LaunchOptions launch{options.ranks, options.algo, options.blas_threads};
+  LaunchOptions launch{options.ranks, options.algo, options.blas_threads};
+  if (options.elastic.enabled) {
+    launch.elastic = true;
+    return Launch(launch, [&](chorusComm_t comm) {
+      return RunElasticRank(options.model, options.seed, options.train, options.elastic, train, test, comm);
+    });
+  }
   return Launch(launch, [&](chorusComm_t comm) { return RunRank(options, train, test, comm); });
 }
 

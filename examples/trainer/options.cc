@@ -69,7 +69,10 @@ const char* UsageText() {
          "  --max-steps N              at most N steps per epoch\n"
          "  --seed N                   weight initialisation and data order\n"
          "  --blas-threads N           OpenBLAS threads per rank (default cores/ranks)\n"
-         "  --csv FILE                 append per-epoch rows to FILE\n";
+         "  --csv FILE                 append per-epoch rows to FILE\n"
+         "  --elastic                  survive dead ranks: shrink, rebalance, redo the step\n"
+         "                             (sync mode, sgd; docs/trainer.md)\n"
+         "  --kill-rank R --kill-at-step N  debugging: rank R SIGKILLs itself at step N\n";
 }
 
 chorus::Status ParseOptions(int argc, char** argv, Options* out) {
@@ -115,6 +118,8 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
       {"--seed", integer(&seed)},
       {"--blas-threads", integer(&o.blas_threads)},
       {"--csv", text(&o.csv_path)},
+      {"--kill-rank", integer(&o.elastic.kill_rank)},
+      {"--kill-at-step", integer(&o.elastic.kill_at_step)},
       {"--warmup-steps", integer(&t.exchange.warmup_steps)},
       {"--momentum-sync", integer(&t.exchange.momentum_sync_steps)},
   };
@@ -141,6 +146,7 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
       {"--lion-cub", select_mode("lion-cub")},
       {"--fp16-wire", set(&t.exchange.fp16_wire)},
       {"--lion-cub-int8", set(&t.exchange.lion_cub_int8)},
+      {"--elastic", set(&o.elastic.enabled)},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -165,6 +171,9 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
   if (t.epochs < 1 || t.global_batch < 1) return chorus::InvalidArgument("--epochs and --batch must be at least 1");
   if (t.exchange.lion_cub_int8) CHORUS_RETURN_IF_ERROR(select_mode("lion-cub")());
   if (t.exchange.fp16_wire && mode != "pipe-sgd") return chorus::InvalidArgument("--fp16-wire needs --pipe-sgd");
+  if ((o.elastic.kill_rank >= 0) != (o.elastic.kill_at_step >= 0) || (o.elastic.kill_rank >= 0 && !o.elastic.enabled)) {
+    return chorus::InvalidArgument("--kill-rank and --kill-at-step go together, with --elastic");
+  }
   if (mode == "lion-cub") t.optimizer.name = "lion";
   t.exchange.mode = mode;
   o.seed = static_cast<uint64_t>(seed);

@@ -5,6 +5,7 @@
 
 #include "base/status.h"
 #include "examples/trainer/data_parallel_trainer.h"
+#include "examples/trainer/elastic.h"
 
 namespace trainer {
 
@@ -20,6 +21,7 @@ struct Options {
   int blas_threads = 0;       // per rank; 0: cores / ranks, at least 1
   std::string csv_path;
   TrainOptions train;
+  ElasticOptions elastic;  // --elastic, --kill-rank, --kill-at-step (elastic.h)
   bool help = false;
 };
 

@@ -20,7 +20,7 @@ chorus::Status EpochReport::Open(const std::string& csv_path, EpochReport* out) 
       std::fprintf(report.csv_,
                    "model,ranks,algo,epoch,lr,train_loss,train_accuracy,test_accuracy,seconds,"
                    "compute_seconds,communication_seconds,images_per_second,mode,hidden_communication_seconds,"
-                   "wire_bytes,uncompressed_bytes,extra_bytes\n");
+                   "wire_bytes,uncompressed_bytes,extra_bytes,steps,gradient_bytes\n");
     }
   }
   *out = std::move(report);
@@ -37,15 +37,17 @@ EpochReport::~EpochReport() {
 }
 
 void EpochReport::PrintHeader() const {
-  std::printf("%5s %9s %10s %9s %9s %8s %9s %9s %10s\n", "epoch", "lr", "loss", "train%", "test%", "time_s",
-              "compute_s", "comm_s", "images/s");
+  std::printf("%5s %9s %10s %9s %9s %8s %9s %9s %10s %8s %10s\n", "epoch", "lr", "loss", "train%", "test%",
+              "time_s", "compute_s", "comm_s", "images/s", "ms/step", "grad_MB");
 }
 
 void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks, const std::string& algo,
                       const std::string& mode) {
-  std::printf("%5d %9.5f %10.5f %9.2f %9.2f %8.1f %9.1f %9.2f %10.0f\n", s.epoch + 1, s.learning_rate,
-              s.train_loss, 100 * s.train_accuracy, 100 * s.test_accuracy, s.seconds, s.compute_seconds,
-              s.communication_seconds, s.images_per_second);
+  // grad_MB: this rank's gradient payload in the epoch (ExchangeCounters::gradient_bytes).
+  std::printf("%5d %9.5f %10.5f %9.2f %9.2f %8.1f %9.1f %9.2f %10.0f %8.2f %10.3f\n", s.epoch + 1,
+              s.learning_rate, s.train_loss, 100 * s.train_accuracy, 100 * s.test_accuracy, s.seconds,
+              s.compute_seconds, s.communication_seconds, s.images_per_second,
+              s.steps > 0 ? 1e3 * s.seconds / s.steps : 0.0, s.gradient_bytes / 1e6);
   if (s.hidden_communication_seconds > 0) {
     std::printf("      %s: %.2f s of communication ran under computation (upper bound)\n", mode.c_str(),
                 s.hidden_communication_seconds);
@@ -61,10 +63,11 @@ void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks,
   }
   std::fflush(stdout);
   if (csv_ == nullptr) return;
-  std::fprintf(csv_, "%s,%d,%s,%d,%.6g,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%.1f,%s,%.3f,%llu,%llu,%llu\n", model.c_str(),
+  std::fprintf(csv_, "%s,%d,%s,%d,%.6g,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%.1f,%s,%.3f,%llu,%llu,%llu,%d,%llu\n", model.c_str(),
                nranks, algo.c_str(), s.epoch + 1, s.learning_rate, s.train_loss, s.train_accuracy, s.test_accuracy,
                s.seconds, s.compute_seconds, s.communication_seconds, s.images_per_second, mode.c_str(),
-               s.hidden_communication_seconds, s.wire_bytes, s.uncompressed_bytes, s.extra_bytes);
+               s.hidden_communication_seconds, s.wire_bytes, s.uncompressed_bytes, s.extra_bytes, s.steps,
+               s.gradient_bytes);
   std::fflush(csv_);
 }
 

@@ -22,6 +22,7 @@ class SyncExchange : public StepExchange {
     const Clock::time_point start = Clock::now();
     CHORUS_RETURN_IF_ERROR(sync_->AverageGradients(gradients));
     counters_.blocking_seconds += SecondsSince(start);
+    if (sync_->nranks() > 1) counters_.gradient_bytes += gradients.size() * sizeof(float);
     optimizer_->Step(weights, gradients, lr);
     return chorus::Status::Ok();
   }

@@ -48,6 +48,11 @@ struct ExchangeCounters {
   unsigned long long wire_bytes = 0;          // this rank's payload of compressed collectives
   unsigned long long uncompressed_bytes = 0;  // the same calls as float32 AllReduces
   unsigned long long extra_bytes = 0;         // this rank's payload of plain collectives beside them
+  // This rank's payload of the collectives that carry gradients (or, for
+  // lion-cub, the votes derived from them), as the library counts payload:
+  // its own contribution, not the algorithm's forwarding. Weights (gossip)
+  // and momenta (lion-cub) are not gradients: they go to extra_bytes.
+  unsigned long long gradient_bytes = 0;
 };
 
 class StepExchange {

@@ -57,6 +57,7 @@ class LionCubExchange : public StepExchange {
     CHORUS_RETURN_IF_ERROR(
         CheckChorus(chorusCompressStateGetBytes(state_, &wire, &uncompressed), comm_, "chorusCompressStateGetBytes"));
     counters_.wire_bytes += wire - reported_wire_;
+    counters_.gradient_bytes += wire - reported_wire_;
     counters_.uncompressed_bytes += uncompressed - reported_uncompressed_;
     reported_wire_ = wire;
     reported_uncompressed_ = uncompressed;

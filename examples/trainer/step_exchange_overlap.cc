@@ -31,6 +31,7 @@ class OverlapExchange : public StepExchange {
       status_ = CheckChorus(chorusAllReduce(slice, slice, pending_end_ - begin, chorusFloat32, chorusSum, comm_,
                                             stream_.get()),
                             comm_, "overlapped gradient allreduce");
+      counters_.gradient_bytes += (pending_end_ - begin) * sizeof(float);
       pending_end_ = begin;
     }
   }

@@ -36,6 +36,7 @@ class PipeSgdExchange : public StepExchange {
       const Clock::time_point start = Clock::now();
       CHORUS_RETURN_IF_ERROR(sync_->AverageGradients(gradients));
       counters_.blocking_seconds += SecondsSince(start);
+      counters_.gradient_bytes += gradients.size() * sizeof(float);
       optimizer_->Step(weights, gradients, lr);
       return chorus::Status::Ok();
     }
@@ -51,6 +52,7 @@ class PipeSgdExchange : public StepExchange {
             ? chorusAllReduceCompressed(data, data, in_flight_.size(), chorusFloat32, fp16_, comm_, stream_.get())
             : chorusAllReduce(data, data, in_flight_.size(), chorusFloat32, chorusSum, comm_, stream_.get());
     CHORUS_RETURN_IF_ERROR(CheckChorus(result, comm_, "pipelined gradient allreduce"));
+    if (fp16_ == nullptr) counters_.gradient_bytes += in_flight_.size() * sizeof(float);  // fp16: in Quiesce
     pending_ = true;
     enqueued_ = Clock::now();
     if (have_previous) {
@@ -72,6 +74,7 @@ class PipeSgdExchange : public StepExchange {
       unsigned long long wire = 0, uncompressed = 0;
       (void)chorusCompressStateGetBytes(fp16_, &wire, &uncompressed);
       counters_.wire_bytes += wire - reported_wire_;
+      counters_.gradient_bytes += wire - reported_wire_;
       counters_.uncompressed_bytes += uncompressed - reported_uncompressed_;
       reported_wire_ = wire;
       reported_uncompressed_ = uncompressed;

@@ -178,6 +178,31 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
                                chorusComm_t* newcomm,
                                chorusConfig_t* config);
 
+/**
+ * Fault tolerance, after ULFM's MPIX_Comm_shrink: makes a new communicator
+ * over the ranks of `comm` that are still alive. Call it on every surviving
+ * rank once `comm` has failed (an operation returned chorusRemoteError or
+ * chorusTimeout, or chorusCommGetAsyncError reports one), or on a healthy
+ * `comm` (then the new communicator has the same ranks). Ranks that are dead,
+ * or that do not call it before 3/4 of the timeout (config timeoutMs, else
+ * the one of `comm`), are left out; the others are renumbered densely in
+ * their old rank order. It works whichever ranks died, rank 0 included.
+ * `comm` itself stays failed: destroy or abort it as usual.
+ * Every member gets the same membership, or an error (chorusRemoteError,
+ * chorusTimeout) when it cannot be agreed, e.g. the lowest survivor dies
+ * after answering; the call then may be retried on `comm`. Every wait is
+ * bounded: the agreement by the timeout, the new communicator's creation by
+ * the timeout again. Collective over the survivors; one shrink at a time per
+ * communicator. Ranks are assumed fail-stop (a dead process's sockets close)
+ * on a network that does not lose connections between live processes.
+ */
+chorusResult_t chorusCommShrink(chorusComm_t comm, chorusComm_t* newcomm);
+
+/** As chorusCommShrink with explicit configuration for the new communicator
+ *  and the shrink's own deadline (config may be NULL). */
+chorusResult_t chorusCommShrinkConfig(chorusComm_t comm, chorusComm_t* newcomm,
+                                      chorusConfig_t* config);
+
 /** Waits for all operations issued on `comm` to finish (collective-free). */
 chorusResult_t chorusCommFinalize(chorusComm_t comm);
 

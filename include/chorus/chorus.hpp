@@ -185,6 +185,14 @@ class Comm {
     return result;
   }
 
+  /** chorusCommShrink(Config): a new communicator over the surviving ranks. */
+  [[nodiscard]] chorusResult_t Shrink(Comm* out, chorusConfig_t* config = nullptr) const {
+    chorusComm_t comm = nullptr;
+    const chorusResult_t result = chorusCommShrinkConfig(comm_, &comm, config);
+    if (result == chorusSuccess) *out = Comm(comm);
+    return result;
+  }
+
   // ---- Management -------------------------------------------------------
 
   [[nodiscard]] chorusResult_t Rank(int* rank) const { return chorusCommUserRank(comm_, rank); }

@@ -30,6 +30,11 @@ Status DecodeUniqueId(const chorusUniqueId& id, UniqueIdContents* contents);
 // rendezvous and exits when it is done or `timeout_ms` has passed.
 Status StartRendezvousRoot(const std::string& ifname, int timeout_ms, UniqueIdContents* contents);
 
+// As StartRendezvousRoot with a given secret (a shrunk communicator's,
+// derived from its parent's): fills contents->root_address.
+Status StartRendezvousRootWithSecret(const std::string& ifname, const uint8_t secret[16], int timeout_ms,
+                                     UniqueIdContents* contents);
+
 // As above but listening on a given "host:port" with a given secret
 // (chorusCommInitFromEnv on rank 0). If `finished` is given it becomes ready
 // when the root has answered every rank (or timed out), so that the process

@@ -193,13 +193,20 @@ Status StartServing(Socket listener, const uint8_t secret[16], int timeout_ms,
 }  // namespace
 
 Status StartRendezvousRoot(const std::string& ifname, int timeout_ms, UniqueIdContents* contents) {
+  uint8_t secret[16];
+  CHORUS_RETURN_IF_ERROR(FillRandom(secret, sizeof(secret)));
+  return StartRendezvousRootWithSecret(ifname, secret, timeout_ms, contents);
+}
+
+Status StartRendezvousRootWithSecret(const std::string& ifname, const uint8_t secret[16], int timeout_ms,
+                                     UniqueIdContents* contents) {
   NetworkInterface chosen;
   CHORUS_RETURN_IF_ERROR(FindInterface(ifname, &chosen));
   Socket listener;
   CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, &listener));
   SocketAddress bound;
   CHORUS_RETURN_IF_ERROR(listener.LocalAddress(&bound));
-  CHORUS_RETURN_IF_ERROR(FillRandom(contents->secret, sizeof(contents->secret)));
+  std::memcpy(contents->secret, secret, sizeof(contents->secret));
   contents->root_address = bound.ToString();
   return StartServing(std::move(listener), contents->secret, timeout_ms, nullptr);
 }

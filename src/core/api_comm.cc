@@ -140,6 +140,22 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm
   return chorusSuccess;
 }
 
+chorusResult_t chorusCommShrinkConfig(chorusComm_t comm, chorusComm_t* newcomm, chorusConfig_t* config) {
+  Status status = chorus::CheckComm(comm);
+  if (status.ok() && newcomm == nullptr) status = InvalidArgument("newcomm is NULL");
+  if (!status.ok()) return chorus::Report(comm, status.WithContext("chorusCommShrink"));
+  *newcomm = nullptr;
+  std::unique_ptr<chorusComm> shell;
+  status = chorus::ShrinkComm(comm, config, &shell);
+  if (!status.ok()) return chorus::Report(comm, status.WithContext("chorusCommShrink"));
+  *newcomm = shell.release();
+  return chorusSuccess;
+}
+
+chorusResult_t chorusCommShrink(chorusComm_t comm, chorusComm_t* newcomm) {
+  return chorusCommShrinkConfig(comm, newcomm, nullptr);
+}
+
 chorusResult_t chorusCommFinalize(chorusComm_t comm) {
   Status status = chorus::CheckComm(comm);
   if (status.ok()) status = comm->impl->WaitIdle();
@@ -157,6 +173,7 @@ chorusResult_t chorusCommDestroy(chorusComm_t comm) {
   }
   comm->state.store(chorusComm::kDestroyed);
   comm->impl.reset();
+  comm->recovery.reset();
   return chorus::Report(comm, status.WithContext("chorusCommDestroy"));
 }
 
@@ -167,6 +184,7 @@ chorusResult_t chorusCommAbort(chorusComm_t comm) {
   status = comm->impl->WaitIdle();
   comm->state.store(chorusComm::kAborted);
   comm->impl.reset();
+  comm->recovery.reset();
   return chorus::Report(comm, status.WithContext("chorusCommAbort"));
 }
 

@@ -47,12 +47,56 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   return ParseAlgorithmSpec(options->algo_spec, &options->algorithms);
 }
 
+namespace {
+
+// An allgather on `comm` through the ordinary launch path.
+Status AllGatherBytes(chorusComm* comm, const void* mine, size_t bytes, void* all) {
+  PendingCall call;
+  call.comm = comm;
+  call.op.kind = Operation::Kind::kCollective;
+  call.op.args.coll = Collective::kAllGather;
+  call.op.args.count = bytes;
+  call.op.args.dtype = chorusUint8;
+  call.op.args.nranks = comm->impl->nranks();
+  call.op.args.rank = comm->impl->rank();
+  call.op.send = mine;
+  call.op.recv = all;
+  return LaunchTogether({call});
+}
+
+// Every rank learns every rank's recovery listener (one small allgather at
+// creation), so that shrink needs nothing from the transports.
+Status ShareRecoveryAddresses(chorusComm* comm, RecoveryEndpoint* endpoint) {
+  const int nranks = comm->impl->nranks();
+  char mine[kRecoveryAddressBytes] = {};
+  std::memcpy(mine, endpoint->address.data(), endpoint->address.size());
+  std::vector<char> all(kRecoveryAddressBytes * static_cast<size_t>(nranks));
+  CHORUS_RETURN_IF_ERROR(AllGatherBytes(comm, mine, sizeof(mine), all.data()));
+  endpoint->rank = comm->impl->rank();
+  endpoint->nranks = nranks;
+  endpoint->addresses.clear();
+  for (int r = 0; r < nranks; ++r) {
+    const char* slot = all.data() + kRecoveryAddressBytes * static_cast<size_t>(r);
+    endpoint->addresses.emplace_back(slot, strnlen(slot, kRecoveryAddressBytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, const CommOptions& options,
                              std::unique_ptr<chorusComm>* out) {
   if (nranks < 1) return InvalidArgument("nranks ", nranks, " must be at least 1");
   if (rank < 0 || rank >= nranks) return InvalidArgument("rank ", rank, " is out of range [0, ", nranks, ")");
   auto shell = std::make_unique<chorusComm>();
+  auto endpoint = std::make_unique<RecoveryEndpoint>();
+  CHORUS_RETURN_IF_ERROR(OpenRecoveryListener(options.socket_ifname, endpoint.get())
+                             .WithContext(StrCat("rank ", rank, ": opening the recovery listener")));
+  std::memcpy(endpoint->secret, id.secret, sizeof(endpoint->secret));
   CHORUS_RETURN_IF_ERROR(Communicator::Create(id, rank, nranks, options, &shell->impl));
+  CHORUS_RETURN_IF_ERROR(ShareRecoveryAddresses(shell.get(), endpoint.get())
+                             .WithContext(StrCat("rank ", rank, ": sharing recovery addresses")));
+  shell->recovery = std::move(endpoint);
   *out = std::move(shell);
   return Status::Ok();
 }
@@ -155,25 +199,6 @@ Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<c
   return status;
 }
 
-namespace {
-
-// An allgather on `comm` through the ordinary launch path.
-Status AllGatherBytes(chorusComm* comm, const void* mine, size_t bytes, void* all) {
-  PendingCall call;
-  call.comm = comm;
-  call.op.kind = Operation::Kind::kCollective;
-  call.op.args.coll = Collective::kAllGather;
-  call.op.args.count = bytes;
-  call.op.args.dtype = chorusUint8;
-  call.op.args.nranks = comm->impl->nranks();
-  call.op.args.rank = comm->impl->rank();
-  call.op.send = mine;
-  call.op.recv = all;
-  return LaunchTogether({call});
-}
-
-}  // namespace
-
 Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* config,
                  std::unique_ptr<chorusComm>* out) {
   Communicator& comm = *parent->impl;
@@ -207,6 +232,23 @@ Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* c
   UniqueIdContents contents;
   CHORUS_RETURN_IF_ERROR(DecodeUniqueId(ids[members.front()], &contents));
   return CreateCommWithOptions(contents, static_cast<int>(members.size()), new_rank, options, out);
+}
+
+Status ShrinkComm(chorusComm* comm, const chorusConfig_t* config, std::unique_ptr<chorusComm>* out) {
+  if (comm->recovery == nullptr) return InternalError("the communicator has no recovery endpoint");
+  CommOptions options = comm->impl->options();
+  if (config != nullptr) CHORUS_RETURN_IF_ERROR(ResolveOptions(config, &options));
+  // The root stops waiting for silent ranks at 3/4 of the timeout, so that
+  // every member still hears its answer before its own deadline.
+  const Deadline deadline = Deadline::AfterMs(options.timeout_ms);
+  const Deadline gather_deadline = Deadline::AfterMs(options.timeout_ms / 4 * 3);
+  ShrinkOutcome outcome;
+  CHORUS_RETURN_IF_ERROR(AgreeOnSurvivors(*comm->recovery, gather_deadline, deadline, &outcome));
+  const int old_rank = comm->recovery->rank, new_nranks = static_cast<int>(outcome.survivors.size());
+  CHORUS_INFO("SHRINK", "rank ", old_rank, " of ", comm->recovery->nranks, " becomes rank ", outcome.new_rank, " of ",
+              new_nranks);
+  return CreateCommWithOptions(outcome.id, new_nranks, outcome.new_rank, options, out)
+      .WithContext(StrCat("rank ", old_rank, ": creating the shrunk communicator of ", new_nranks, " ranks"));
 }
 
 }  // namespace chorus

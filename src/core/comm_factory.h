@@ -22,5 +22,8 @@ Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<c
 // Collective over `parent`; `out` stays empty for CHORUS_SPLIT_NOCOLOR.
 Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* config,
                  std::unique_ptr<chorusComm>* out);
+// Collective over the surviving ranks of `comm` (docs/architecture.md,
+// "Fault tolerance"): a new communicator over the ranks that take part.
+Status ShrinkComm(chorusComm* comm, const chorusConfig_t* config, std::unique_ptr<chorusComm>* out);
 
 }  // namespace chorus

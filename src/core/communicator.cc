@@ -8,6 +8,7 @@
 #include "core/executor.h"
 #include "kernels/reduce.h"
 #include "core/peer_info.h"
+#include "core/spin_wait.h"
 #include "core/transport_mux.h"
 #include "transports/host_identity.h"
 #include "transports/shm/shm_transport.h"
@@ -17,6 +18,17 @@ namespace chorus {
 
 namespace {
 constexpr uint64_t kPointToPointTag = 1ull << 63;
+
+// The operations of one launch, for range-for.
+struct OperationRange {
+  const Operation* first;
+  const Operation* last;
+  const Operation* begin() const { return first; }
+  const Operation* end() const { return last; }
+};
+
+// Turn waits poll this long before sleeping (core/spin_wait.h).
+constexpr SpinBudget kTurnPoll{std::chrono::microseconds(2), std::chrono::microseconds(50)};
 
 size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -112,67 +124,85 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   return Status::Ok();
 }
 
-uint64_t Communicator::IssueTicket() {
-  std::lock_guard<std::mutex> lock(order_mutex_);
-  return next_ticket_++;
-}
+uint64_t Communicator::IssueTicket() { return next_ticket_.fetch_add(1, std::memory_order_relaxed); }
 
-Status Communicator::Launch(uint64_t ticket, const std::vector<Operation>& ops) {
-  {
-    // Wait for our turn. Earlier operations are each bounded by the timeout,
-    // so waiting one more timeout for them means the communicator is stuck.
-    std::unique_lock<std::mutex> lock(order_mutex_);
-    Deadline deadline = Deadline::AfterMs(options_.timeout_ms);
-    bool due = order_cv_.wait_until(lock, deadline.time_point(), [&] {
-      return running_ticket_ == ticket || aborted_.load();
-    });
-    if (!due) {
-      Status status = TimeoutError("rank ", rank_, ": operation never became due (an earlier one is stuck)");
-      Fail(status);
-      return status;
-    }
-  }
-  Status status;
-  if (aborted_.load()) {
-    status = RemoteError("rank ", rank_, ": communicator was aborted");
-  } else {
-    status = async_error();
-    if (status.ok()) status = RunOperations(ops);
-    else status = status.WithContext("communicator is in an error state after an earlier failure");
-  }
-  if (!status.ok()) Fail(status);
-  {
-    std::lock_guard<std::mutex> lock(order_mutex_);
-    ++running_ticket_;
-  }
-  order_cv_.notify_all();
+Status Communicator::AwaitTurn(uint64_t ticket) {
+  auto due = [&] { return running_ticket_.load(std::memory_order_acquire) == ticket || aborted_.load(); };
+  // The launch ahead of us is usually a small one on another thread.
+  if (SpinThenYield(kTurnPoll, due)) return Status::Ok();
+  // Earlier operations are each bounded by the timeout, so waiting one more
+  // timeout for them means the communicator is stuck.
+  std::unique_lock<std::mutex> lock(order_mutex_);
+  Deadline deadline = Deadline::AfterMs(options_.timeout_ms);
+  if (order_cv_.wait_until(lock, deadline.time_point(), due)) return Status::Ok();
+  Status status = TimeoutError("rank ", rank_, ": operation never became due (an earlier one is stuck)");
+  Fail(status);
   return status;
 }
 
-Status Communicator::RunOperations(const std::vector<Operation>& ops) {
+Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) {
+  CHORUS_RETURN_IF_ERROR(AwaitTurn(ticket));
+  Status status;
+  if (aborted_.load()) {
+    status = RemoteError("rank ", rank_, ": communicator was aborted");
+  } else if (failed_.load(std::memory_order_acquire)) {
+    status = async_error().WithContext("communicator is in an error state after an earlier failure");
+  } else {
+    status = RunOperations(ops, nops);
+  }
+  if (!status.ok()) Fail(status);
+  {
+    // Under the lock: a waiter checks `due` and sleeps atomically with it.
+    std::lock_guard<std::mutex> lock(order_mutex_);
+    running_ticket_.fetch_add(1, std::memory_order_release);
+  }
+  order_cv_.notify_all();  // no syscall when nobody sleeps
+  return status;
+}
+
+void Communicator::LaunchState::Clear() {
+  keep.clear();
+  p2p_schedules.clear();
+  scaled_inputs.clear();
+  bound.clear();
+  layouts.clear();
+  self_sends.clear();
+  self_recvs.clear();
+}
+
+Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args,
+                                 std::shared_ptr<const Schedule>* schedule) {
+  // The choice depends only on the call's shape and on what is fixed after
+  // creation (options, tuner model, topology): resolve it once per shape.
+  if (schedules_.FindResolved(args, op.algorithm, schedule)) return Status::Ok();
+  CHORUS_RETURN_IF_ERROR(schedules_.Get(args, ChooseFor(op), schedule));
+  schedules_.RememberResolved(args, op.algorithm, *schedule);
+  return Status::Ok();
+}
+
+Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   // Collectives first, then point-to-point: every rank orders a launch the
   // same way, so messages between two ranks meet in the same order.
-  std::vector<std::shared_ptr<const Schedule>> keep;
-  std::vector<Schedule> p2p_schedules;
-  std::vector<std::unique_ptr<uint8_t[]>> scaled_inputs;
-  std::vector<BoundSchedule> bound;
-  p2p_schedules.reserve(ops.size());
+  LaunchState& launch = launch_;
+  launch.Clear();
+  std::vector<std::shared_ptr<const Schedule>>& keep = launch.keep;
+  std::vector<Schedule>& p2p_schedules = launch.p2p_schedules;
+  std::vector<std::unique_ptr<uint8_t[]>>& scaled_inputs = launch.scaled_inputs;
+  std::vector<BoundSchedule>& bound = launch.bound;
+  p2p_schedules.reserve(nops);  // bound[] points into it
 
   // Where each collective's scratch, and the private memory standing in for
   // the buffers NCCL ignores on non-roots (see collective.h), start in one
   // workspace reservation.
-  struct ScratchLayout {
-    size_t scratch = 0, send = 0, recv = 0;
-  };
-  std::vector<ScratchLayout> layouts;
+  using ScratchLayout = LaunchState::ScratchLayout;
+  std::vector<ScratchLayout>& layouts = launch.layouts;
   size_t scratch_total = 0;
-  for (const Operation& op : ops) {
+  for (const Operation& op : OperationRange{ops, ops + nops}) {
     if (op.kind != Operation::Kind::kCollective) continue;
     CollectiveArgs args = op.args;
     args.topology = &topology_;
-    Algorithm algo = ChooseFor(op);
     std::shared_ptr<const Schedule> schedule;
-    CHORUS_RETURN_IF_ERROR(schedules_.Get(args, algo, &schedule));
+    CHORUS_RETURN_IF_ERROR(ScheduleFor(op, args, &schedule));
     CHORUS_TRACE("COLL", "rank ", rank_, " ", CollectiveName(args.coll), " count ", args.count, " ",
                  DataTypeName(args.dtype), " algo ", schedule->algorithm, " steps ", schedule->steps.size());
     BoundSchedule b;
@@ -209,8 +239,9 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
 
   // Sends to oneself pair with receives from oneself of the same launch, in
   // order, and become local copies (NCCL allows them inside a group).
-  std::vector<const Operation*> self_sends, self_recvs;
-  for (const Operation& op : ops) {
+  std::vector<const Operation*>& self_sends = launch.self_sends;
+  std::vector<const Operation*>& self_recvs = launch.self_recvs;
+  for (const Operation& op : OperationRange{ops, ops + nops}) {
     if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer != rank_) continue;
     (op.kind == Operation::Kind::kSend ? self_sends : self_recvs).push_back(&op);
   }
@@ -231,7 +262,7 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
     bound.push_back(b);
   }
 
-  for (const Operation& op : ops) {
+  for (const Operation& op : OperationRange{ops, ops + nops}) {
     if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer == rank_) continue;
     const bool sending = op.kind == Operation::Kind::kSend;
     p2p_schedules.push_back(OneStepSchedule(sending ? StepKind::kSend : StepKind::kRecv, op.peer, op.bytes, op.dtype,
@@ -254,7 +285,7 @@ Status Communicator::RunOperations(const std::vector<Operation>& ops) {
   }
 
   // Avg = Sum / nranks on the ranks that hold a result.
-  for (const Operation& op : ops) {
+  for (const Operation& op : OperationRange{ops, ops + nops}) {
     if (op.kind != Operation::Kind::kCollective || !op.average) continue;
     const CollectiveArgs& args = op.args;
     if (args.coll == Collective::kReduce && args.rank != args.root) continue;
@@ -269,7 +300,9 @@ Algorithm Communicator::ChooseFor(const Operation& op) {
   if (op.algorithm != Algorithm::kAuto) return Supports(op.algorithm, args.coll) ? op.algorithm : Algorithm::kRing;
   bool forced = options_.algorithms.forced[static_cast<size_t>(args.coll)] != Algorithm::kAuto;
   if (forced || !tuner_.valid() || nranks_ == 1) return ChooseAlgorithm(args, options_.algorithms);
-  TunerChoice choice = ChooseByCost(args, tuner_);
+  CollectiveArgs placed = args;
+  placed.topology = &topology_;  // the hosts that the hierarchical and direct costs depend on
+  TunerChoice choice = ChooseByCost(placed, tuner_);
   if (CurrentLogLevel() >= LogLevel::kInfo && logged_choices_.size() < 256) {
     std::pair<int, size_t> key(static_cast<int>(args.coll), args.count * DataTypeSize(args.dtype));
     if (std::find(logged_choices_.begin(), logged_choices_.end(), key) == logged_choices_.end()) {
@@ -345,6 +378,7 @@ void Communicator::Fail(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (first_error_.ok()) first_error_ = status;
+    failed_.store(true, std::memory_order_release);
   }
   // Close every connection so that peers waiting on us fail now, not at
   // their deadline.

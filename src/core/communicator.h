@@ -15,6 +15,7 @@
 #include "algorithms/topology.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "core/executor.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
 #include "core/tuner.h"
@@ -61,7 +62,8 @@ class Communicator {
   uint64_t IssueTicket();
   // Runs `ops` as one launch (a group, or a single call) when its ticket is
   // due. Never blocks past the deadline.
-  Status Launch(uint64_t ticket, const std::vector<Operation>& ops);
+  Status Launch(uint64_t ticket, const Operation* ops, size_t nops);
+  Status Launch(uint64_t ticket, const std::vector<Operation>& ops) { return Launch(ticket, ops.data(), ops.size()); }
 
   // Async bookkeeping: work enqueued on streams that still references us.
   void BeginPending();
@@ -83,7 +85,12 @@ class Communicator {
 
  private:
   Communicator(int rank, int nranks, const CommOptions& options);
-  Status RunOperations(const std::vector<Operation>& ops);
+  // Waits until `ticket` is due (or the communicator aborted).
+  Status AwaitTurn(uint64_t ticket);
+  Status RunOperations(const Operation* ops, size_t nops);
+  // The schedule of a collective: the last one resolved for this call shape,
+  // else chosen (ChooseFor) and taken from the cache.
+  Status ScheduleFor(const Operation& op, const CollectiveArgs& args, std::shared_ptr<const Schedule>* schedule);
   Algorithm ChooseFor(const Operation& op);
   // Fills tuner_ from CHORUS_TUNE_FILE or a short measurement on this
   // communicator (collective: every rank runs it at creation).
@@ -106,16 +113,18 @@ class Communicator {
   Topology topology_;
   std::vector<std::pair<int, size_t>> logged_choices_;  // (collective, bytes) already logged
 
-  // Issue order.
+  // Issue order. The tickets are atomics so that a launch that is due at
+  // once (the common case) takes no lock; waiting for a turn uses the cv.
   std::mutex order_mutex_;
   std::condition_variable order_cv_;
-  uint64_t next_ticket_ = 0;
-  uint64_t running_ticket_ = 0;
+  std::atomic<uint64_t> next_ticket_{0};
+  std::atomic<uint64_t> running_ticket_{0};
   uint64_t collective_sequence_ = 0;           // tags of collective messages
   std::vector<uint64_t> sends_to_, recvs_from_;  // tags of point-to-point messages
 
   // Failure state.
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> failed_{false};  // first_error_ is set: lets launches skip its lock
   mutable std::mutex error_mutex_;
   Status first_error_;
 
@@ -123,6 +132,22 @@ class Communicator {
   std::mutex pending_mutex_;
   std::condition_variable pending_cv_;
   int pending_ = 0;
+
+  // What a launch builds, kept between launches (only one runs at a time)
+  // so that small launches allocate nothing once warm.
+  struct LaunchState {
+    struct ScratchLayout {
+      size_t scratch = 0, send = 0, recv = 0;
+    };
+    std::vector<std::shared_ptr<const Schedule>> keep;
+    std::vector<Schedule> p2p_schedules;
+    std::vector<std::unique_ptr<uint8_t[]>> scaled_inputs;
+    std::vector<BoundSchedule> bound;
+    std::vector<ScratchLayout> layouts;
+    std::vector<const Operation*> self_sends, self_recvs;
+    void Clear();
+  };
+  LaunchState launch_;
 
   mutable std::mutex ops_mutex_;
   std::vector<PreMulSumOp> premul_ops_;

@@ -30,13 +30,33 @@ struct StepState {
   size_t ChunkLength(size_t c) const { return std::min(chunk, step->bytes - c * chunk); }
 };
 
+// Where a combining receive-reduce chunk folds what arrives:
+// dst = src op incoming, element by element (the staging path's order).
+struct ReduceTarget {
+  uint8_t* dst = nullptr;
+  const uint8_t* src = nullptr;
+  size_t element_size = 1;
+  DataType dtype = chorusFloat32;
+  ReduceOp op = ReduceOp::kSum;
+};
+
+// ReceiveCombiner::fn: the transport may call it in several pieces.
+void ReduceIncoming(void* context, size_t offset, const void* incoming, size_t bytes) {
+  const auto* target = static_cast<const ReduceTarget*>(context);
+  ReduceKernel(target->dst + offset, target->src + offset, incoming, bytes / target->element_size, target->dtype,
+               target->op);
+}
+
 // One in-flight chunk transfer.
 struct Slot {
   TransferRequest request;
   bool busy = false;
   uint32_t state = 0;
   size_t chunk = 0;
-  uint8_t* staging = nullptr;  // receive-reduce only
+  uint8_t* staging = nullptr;  // receive-reduce through staging only
+  // Receive-reduce on an endpoint that combines on receipt.
+  ReduceTarget target;
+  ReceiveCombiner combiner;
 };
 
 // Everything exchanged with one peer, in matching order.
@@ -46,6 +66,9 @@ struct PeerChannel {
   std::vector<uint32_t> send_steps, recv_steps;
   size_t send_head = 0, recv_head = 0;
   std::vector<Slot> send_slots, recv_slots;
+  // Receive-reduce chunks are reduced by the transport as they arrive, or
+  // land in staging and are reduced when done.
+  bool combines = false;
   bool needs_staging = false;
 };
 
@@ -123,6 +146,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
         channel.peer = step.peer;
         channel.endpoint = transport_->endpoint(step.peer);
         if (channel.endpoint == nullptr) return InternalError("no endpoint to peer ", step.peer);
+        channel.combines = options_.combine_on_receive && channel.endpoint->combine_on_receive();
         channels_.push_back(std::move(channel));
       }
       PeerChannel& channel = channels_[index];
@@ -130,7 +154,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
         channel.send_steps.push_back(static_cast<uint32_t>(base + i));
       } else {
         channel.recv_steps.push_back(static_cast<uint32_t>(base + i));
-        if (step.kind == StepKind::kRecvReduce) channel.needs_staging = true;
+        if (step.kind == StepKind::kRecvReduce && !channel.combines) channel.needs_staging = true;
       }
     }
     base += schedule.steps.size();
@@ -227,8 +251,17 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
       slot.request.buffer = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
       CHORUS_RETURN_IF_ERROR(channel.endpoint->PostSend(&slot.request));
     } else {
-      slot.request.buffer = step.kind == StepKind::kRecvReduce ? slot.staging
-                                                               : Resolve(*state.bound, step.dst) + state.ChunkBegin(c);
+      uint8_t* dst = Resolve(*state.bound, step.dst) + state.ChunkBegin(c);
+      slot.request.buffer = dst;
+      if (step.kind == StepKind::kRecvReduce && channel.combines) {
+        const Schedule& schedule = *state.bound->schedule;
+        const uint8_t* src = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
+        slot.target = {dst, src, std::max<size_t>(1, schedule.element_size), schedule.dtype, schedule.op};
+        slot.combiner = {ReduceIncoming, &slot.target};
+        slot.request.combine = &slot.combiner;
+      } else if (step.kind == StepKind::kRecvReduce) {
+        slot.request.buffer = slot.staging;
+      }
       CHORUS_RETURN_IF_ERROR(channel.endpoint->PostRecv(&slot.request));
     }
     *progressed = true;
@@ -244,13 +277,14 @@ bool Execution::ReapTransfers(PeerChannel& channel) {
     FinishChunk(states_[slot.state], slot.chunk);
     progressed = true;
   }
-  // Receive-reduce chunks are applied in completion order; chunks of one
-  // step touch disjoint bytes, and the step's dependants wait for the prefix.
+  // Staged receive-reduce chunks are applied in completion order (combined
+  // ones already were, inside Progress); chunks of one step touch disjoint
+  // bytes, and the step's dependants wait for the prefix.
   for (Slot& slot : channel.recv_slots) {
     if (!slot.busy || !slot.request.done) continue;
     StepState& state = states_[slot.state];
     const Step& step = *state.step;
-    if (step.kind == StepKind::kRecvReduce) {
+    if (step.kind == StepKind::kRecvReduce && slot.request.combine == nullptr) {
       const Schedule& schedule = *state.bound->schedule;
       size_t offset = state.ChunkBegin(slot.chunk);
       ReduceKernel(Resolve(*state.bound, step.dst) + offset, Resolve(*state.bound, step.src) + offset, slot.staging,

@@ -30,6 +30,9 @@ struct ExecutorOptions {
   size_t chunk_bytes = 512 * 1024;
   int max_inflight_per_peer = 8;  // chunks in flight per peer and direction
   Workspace* staging = nullptr;   // receive-reduce staging; required
+  // Let endpoints that can (Endpoint::combine_on_receive) reduce receive-
+  // reduce chunks as the bytes arrive, with no staging; false: always stage.
+  bool combine_on_receive = true;
 };
 
 // Runs `schedules` to completion as one unit. On an error, abort or timeout

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "bootstrap/shrink.h"
 #include "core/communicator.h"
 #include "core/host_stream.h"
 
@@ -19,6 +20,8 @@ struct chorusComm {
   enum State : uint32_t { kLive = 0x11ce11ce, kDestroyed = 0xdead0001, kAborted = 0xdead0002 };
   std::atomic<uint32_t> state{kLive};
   std::unique_ptr<chorus::Communicator> impl;
+  // Listener and peer addresses for chorusCommShrink; released with impl.
+  std::unique_ptr<chorus::RecoveryEndpoint> recovery;
   std::mutex error_mutex;
   char last_error[1024] = "";
 };

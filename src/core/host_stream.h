@@ -1,9 +1,16 @@
 // HostStream: an in-order queue of work served by its own thread, the host
 // analogue of a CUDA stream. Work items are closures returning Status; the
 // first failure is kept and returned by Synchronize.
+//
+// Hand-off: a sleeping thread takes microseconds to wake, more than a small
+// collective runs, so the worker polls for new work for a while after each
+// item, and Synchronize polls for completion, both spinning then yielding
+// (core/spin_wait.h), before they sleep on a condition variable.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -36,8 +43,11 @@ class HostStream {
   std::condition_variable work_cv_, idle_cv_;
   std::deque<std::function<Status()>> queue_;
   bool running_ = false;
-  bool stopping_ = false;
   Status first_error_;
+  // Read without the lock by the polling stages of the waits; written under it.
+  std::atomic<size_t> outstanding_{0};  // queued or running items
+  std::atomic<size_t> queued_{0};       // items in queue_
+  std::atomic<bool> stopping_{false};
   std::thread worker_;
 };
 

@@ -23,11 +23,17 @@ struct CommLaunch {
   std::vector<Operation> ops;
 };
 
-Status RunLaunch(CommLaunch& launch) {
-  Status status = launch.comm->impl->Launch(launch.ticket, launch.ops);
-  if (!status.ok()) Report(launch.comm, status);
-  launch.comm->impl->EndPending();
+// Runs `count` operations of `comm` under `ticket` and ends the pending
+// mark that was taken when the ticket was issued.
+Status RunOnComm(chorusComm* comm, uint64_t ticket, const Operation* ops, size_t count) {
+  Status status = comm->impl->Launch(ticket, ops, count);
+  if (!status.ok()) Report(comm, status);
+  comm->impl->EndPending();
   return status;
+}
+
+Status RunLaunch(CommLaunch& launch) {
+  return RunOnComm(launch.comm, launch.ticket, launch.ops.data(), launch.ops.size());
 }
 
 // Runs the launches of one stream: concurrently when several communicators
@@ -89,7 +95,14 @@ Status Submit(const PendingCall& call) {
     group.calls.push_back(call);
     return Status::Ok();
   }
-  return LaunchTogether({call});
+  // A single call is its own launch: no partitioning, and nothing allocated
+  // on the NULL stream (the small-message latency path).
+  chorusComm* comm = call.comm;
+  const uint64_t ticket = comm->impl->IssueTicket();
+  comm->impl->BeginPending();
+  if (call.stream == nullptr) return RunOnComm(comm, ticket, &call.op, 1);
+  call.stream->stream.Enqueue([comm, ticket, op = call.op] { return RunOnComm(comm, ticket, &op, 1); });
+  return Status::Ok();
 }
 
 Status GroupStart() {

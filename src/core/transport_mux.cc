@@ -24,6 +24,10 @@ Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, 
     }
     if (mux->routes_[peer] == nullptr) return InternalError("rank ", rank, ": no transport reaches peer ", peer);
   }
+  mux->capabilities_.combine_on_receive = !mux->active_.empty();
+  for (Transport* transport : mux->active_) {
+    mux->capabilities_.combine_on_receive &= transport->capabilities().combine_on_receive;
+  }
   *out = std::move(mux);
   return Status::Ok();
 }

@@ -19,7 +19,9 @@ class TransportMux : public Transport {
                        std::unique_ptr<TransportMux>* out);
 
   const char* name() const override { return "mux"; }
-  TransportCapabilities capabilities() const override { return {}; }
+  // combine_on_receive when every peer's transport combines; the executor
+  // asks each endpoint anyway, since endpoint(p) is the serving transport's.
+  TransportCapabilities capabilities() const override { return capabilities_; }
   std::string LocalAddress() const override;
   Status Connect(const std::vector<std::string>&, Deadline) override;
   Endpoint* endpoint(int peer) override { return peer >= 0 && peer < static_cast<int>(routes_.size()) ? routes_[peer] : nullptr; }
@@ -35,6 +37,7 @@ class TransportMux : public Transport {
   std::vector<Transport*> active_;      // transports serving at least one peer
   std::vector<Endpoint*> routes_;       // per peer
   std::vector<const char*> route_names_;
+  TransportCapabilities capabilities_;
 };
 
 }  // namespace chorus

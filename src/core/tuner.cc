@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "algorithms/topology.h"
 #include "sim/cost_model.h"
 
 namespace chorus {
@@ -14,6 +15,16 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
   params.beta_s_per_byte = model.beta_s_per_byte;
   params.gamma_s_per_byte = model.gamma_s_per_byte;
   params.chunk_bytes = model.chunk_bytes;
+  params.overhead_s = model.overhead_s;
+  params.intra_alpha_s = model.intra_alpha_s;
+  params.intra_beta_s_per_byte = model.intra_beta_s_per_byte;
+  if (args.topology != nullptr && IsValidTopology(args.topology, args.nranks)) {
+    const HostLayout layout(args.topology, args.nranks);
+    params.hosts = layout.host_count();
+    for (int h = 0; h < layout.host_count(); ++h) {
+      params.ranks_per_host = std::max(params.ranks_per_host, static_cast<int>(layout.local_ranks(h).size()));
+    }
+  }
   TunerChoice choice;
   for (Algorithm algo : sim::AlgorithmsSupporting(args.coll)) {
     double seconds = 0;
@@ -42,7 +53,7 @@ Status ReadTuneFile(const std::string& path, TunerModel* model) {
   TunerModel parsed;
   parsed.chunk_bytes = model->chunk_bytes;
   std::string token;
-  double bandwidth = 0, gamma_bandwidth = 0;
+  double bandwidth = 0, gamma_bandwidth = 0, intra_bandwidth = 0, overhead_us = -1;
   while (in >> token) {
     size_t eq = token.find('=');
     if (eq == std::string::npos) return InvalidArgument("CHORUS_TUNE_FILE '", path, "': expected key=value, got '", token, "'");
@@ -55,6 +66,9 @@ Status ReadTuneFile(const std::string& path, TunerModel* model) {
     if (key == "alpha_us") parsed.alpha_s = value * 1e-6;
     else if (key == "bandwidth_GBps") bandwidth = value * 1e9;
     else if (key == "gamma_GBps") gamma_bandwidth = value * 1e9;
+    else if (key == "overhead_us") overhead_us = value;
+    else if (key == "intra_alpha_us") parsed.intra_alpha_s = value * 1e-6;
+    else if (key == "intra_bandwidth_GBps") intra_bandwidth = value * 1e9;
     else return InvalidArgument("CHORUS_TUNE_FILE '", path, "': unknown key '", key, "'");
   }
   if (parsed.alpha_s <= 0 || bandwidth <= 0) {
@@ -62,6 +76,8 @@ Status ReadTuneFile(const std::string& path, TunerModel* model) {
   }
   parsed.beta_s_per_byte = 1 / bandwidth;
   parsed.gamma_s_per_byte = gamma_bandwidth > 0 ? 1 / gamma_bandwidth : 0;
+  parsed.intra_beta_s_per_byte = intra_bandwidth > 0 ? 1 / intra_bandwidth : 0;
+  parsed.overhead_s = overhead_us > 0 ? overhead_us * 1e-6 : parsed.alpha_s * kOverheadPerAlpha;
   parsed.source = path;
   *model = parsed;
   return Status::Ok();
@@ -79,14 +95,25 @@ TunerModel ModelFromRingTimings(int nranks, double small_bytes, double small_s, 
   const double reduce_s = (p - 1) / p * large_bytes * gamma_s_per_byte;
   const double per_step = std::max(0.0, (large_s - reduce_s) / steps - model.alpha_s);
   model.beta_s_per_byte = std::max(1e-12, per_step * p / large_bytes);
+  model.overhead_s = model.alpha_s * kOverheadPerAlpha;
   return model;
 }
 
-std::string DescribeDecisions(const TunerModel& model, int nranks) {
+std::string DescribeDecisions(const TunerModel& model, int nranks, int hosts) {
+  hosts = std::clamp(hosts, 1, std::max(1, nranks));
+  Topology topology;
+  for (int r = 0; r < nranks; ++r) topology.host_of_rank.push_back(static_cast<int>(int64_t{r} * hosts / nranks));
+  auto gbps = [](double seconds_per_byte) { return seconds_per_byte > 0 ? 1e-9 / seconds_per_byte : 0; };
   std::ostringstream out;
-  out << "# tuner: p=" << nranks << " alpha=" << model.alpha_s * 1e6 << "us bandwidth="
-      << (model.beta_s_per_byte > 0 ? 1e-9 / model.beta_s_per_byte : 0) << "GB/s gamma="
-      << (model.gamma_s_per_byte > 0 ? 1e-9 / model.gamma_s_per_byte : 0) << "GB/s (" << model.source << ")\n";
+  out << "# tuner: p=" << nranks << " hosts=" << hosts << " alpha=" << model.alpha_s * 1e6
+      << "us bandwidth=" << gbps(model.beta_s_per_byte) << "GB/s gamma=" << gbps(model.gamma_s_per_byte)
+      << "GB/s overhead=" << model.overhead_s * 1e6 << "us";
+  if (model.intra_alpha_s > 0 || model.intra_beta_s_per_byte > 0) {
+    out << " intra-host alpha=" << (model.intra_alpha_s > 0 ? model.intra_alpha_s : model.alpha_s) * 1e6
+        << "us bandwidth="
+        << gbps(model.intra_beta_s_per_byte > 0 ? model.intra_beta_s_per_byte : model.beta_s_per_byte) << "GB/s";
+  }
+  out << " (" << model.source << ")\n";
   for (Collective coll : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
                           Collective::kAllGather, Collective::kReduceScatter}) {
     for (size_t bytes = 8; bytes <= (size_t{1} << 30); bytes *= 8) {
@@ -95,6 +122,7 @@ std::string DescribeDecisions(const TunerModel& model, int nranks) {
       args.dtype = chorusUint8;
       args.count = bytes;
       args.nranks = nranks;
+      args.topology = &topology;
       TunerChoice choice = ChooseByCost(args, model);
       out << CollectiveName(coll) << " " << bytes << " B -> " << AlgorithmName(choice.algorithm) << " ("
           << choice.predicted_s * 1e6 << " us)";

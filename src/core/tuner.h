@@ -17,11 +17,25 @@ struct TunerModel {
   double alpha_s = 0;           // latency per message
   double beta_s_per_byte = 0;   // 1 / bandwidth of the slowest link class in use
   double gamma_s_per_byte = 0;  // reduction time per byte
+  // Cost of each extra message a rank has in flight at once (what "direct"
+  // pays p-2 times per round on top of alpha); see kOverheadPerAlpha.
+  double overhead_s = 0;
+  // The link class within a host, when it differs from alpha/beta (several
+  // hosts: the measurement sees the slower class between hosts). 0 = same.
+  double intra_alpha_s = 0;
+  double intra_beta_s_per_byte = 0;
   size_t chunk_bytes = 0;
   std::string source;           // "measured", a file name, or "default"
 
   bool valid() const { return alpha_s > 0 && beta_s_per_byte > 0; }
 };
+
+// Unless a tune file says otherwise (overhead_us), the per-message overhead
+// is this fraction of alpha: alpha is a dependent hop (post, wake the peer,
+// poll), an extra concurrent message mostly only its post and its match.
+// Measured on one host (docs/performance.md, "direct"), where it makes
+// direct win at 4 ranks up to medium sizes and the tree win from ~16 ranks.
+constexpr double kOverheadPerAlpha = 0.25;
 
 struct TunerChoice {
   Algorithm algorithm = Algorithm::kRing;
@@ -31,10 +45,13 @@ struct TunerChoice {
 };
 
 // Fastest exact algorithm for `args` under `model` (ties: enum order; the
-// ring also wins when it is within 5% of the fastest).
+// ring also wins when it is within 5% of the fastest). args.topology, when
+// set, gives the hosts that the hierarchical and direct costs depend on
+// (null: one host).
 TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model);
 
-// Reads "alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>" (any order,
+// Reads "alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>" and optionally
+// "overhead_us=<o> intra_alpha_us=<a> intra_bandwidth_GBps=<b>" (any order,
 // whitespace or newlines between) from `path`.
 Status ReadTuneFile(const std::string& path, TunerModel* model);
 
@@ -43,7 +60,8 @@ Status ReadTuneFile(const std::string& path, TunerModel* model);
 TunerModel ModelFromRingTimings(int nranks, double small_bytes, double small_s, double large_bytes, double large_s,
                                 double gamma_s_per_byte, size_t chunk_bytes);
 
-// One line per (collective, size) with every candidate's predicted time.
-std::string DescribeDecisions(const TunerModel& model, int nranks);
+// One line per (collective, size) with every candidate's predicted time, for
+// nranks spread over `hosts` hosts in contiguous blocks.
+std::string DescribeDecisions(const TunerModel& model, int nranks, int hosts = 1);
 
 }  // namespace chorus

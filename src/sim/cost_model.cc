@@ -60,7 +60,9 @@ bool RingTime(Collective coll, double p, double n, const CostParams& c, double* 
 
 // Binomial tree, L = ceil(log2 p) levels. The root (and the heaviest inner
 // node) moves L blocks through one port, so a pipeline advances one chunk
-// every L * chunk * beta once it is full.
+// every L * chunk * beta once it is full; when it also reduces, every chunk
+// costs beta + gamma, because the rank that receives a chunk reduces it on
+// the same progress thread (the ring's closed form adds its gamma alike).
 bool TreeTime(Collective coll, double p, double n, const CostParams& c, double* t) {
   const double a = c.alpha_s, b = c.beta_s_per_byte, g = c.gamma_s_per_byte;
   const double levels = CeilLog2(static_cast<int>(p));
@@ -72,14 +74,101 @@ bool TreeTime(Collective coll, double p, double n, const CostParams& c, double* 
       *t = levels * (a + x * b) + drain * b;
       return true;
     case Collective::kReduce:
-      *t = levels * (a + x * (b + g)) + drain * std::max(b, g);
+      *t = levels * (a + x * (b + g)) + drain * (b + g);
       return true;
     case Collective::kAllReduce:
-      *t = levels * (a + x * (b + g)) + levels * (a + x * b) + drain * std::max(b, g);
+      *t = levels * (a + x * (b + g)) + levels * (a + x * b) + drain * (b + g);
       return true;
     default:
       return false;
   }
+}
+
+// The two link classes and the host shape of a call.
+struct Placement {
+  double hosts = 1;
+  double local = 1;  // ranks per host (the largest host when uneven)
+  CostParams inter;  // the class between hosts (= the params as given)
+  CostParams intra;  // the class within a host
+};
+
+Placement PlacementOf(int nranks, const CostParams& c) {
+  Placement where;
+  where.hosts = std::clamp(c.hosts, 1, std::max(1, nranks));
+  where.local = c.ranks_per_host > 0 ? c.ranks_per_host : std::ceil(nranks / where.hosts);
+  where.inter = c;
+  where.intra = c;
+  // On one host alpha and beta already are the host's class.
+  if (where.hosts > 1 && c.intra_alpha_s > 0) where.intra.alpha_s = c.intra_alpha_s;
+  if (where.hosts > 1 && c.intra_beta_s_per_byte > 0) where.intra.beta_s_per_byte = c.intra_beta_s_per_byte;
+  return where;
+}
+
+// Direct: two rounds (reduce-scatter, allgather), each one message to and
+// from every peer at once. A round costs one latency, (p-2) overheads for
+// the extra messages in flight and the bytes through the busiest port: a
+// rank's own p-1 slices (local-1 inside its host, p-local across), or its
+// host NIC carrying the cross-host slices of all `local` ranks of the host.
+bool DirectTime(Collective coll, double p, double n, const CostParams& c, double* t) {
+  const Placement where = PlacementOf(static_cast<int>(p), c);
+  const double a = c.alpha_s, g = c.gamma_s_per_byte;
+  const double local = std::min(where.local, p);
+  const double rank_port = (local - 1) * where.intra.beta_s_per_byte + (p - local) * c.beta_s_per_byte;
+  const double nic = local * (p - local) * c.beta_s_per_byte;
+  const double per_slice = std::max(rank_port, nic);  // seconds per byte of one slice, a round
+  const double round_latency = a + (p - 2) * c.overhead_s;
+  switch (coll) {
+    case Collective::kAllReduce:
+      *t = 2 * round_latency + 2 * n / p * per_slice + (p - 1) / p * n * g;
+      return true;
+    case Collective::kReduceScatter:  // n is the block: p-1 blocks each way
+      *t = round_latency + n * per_slice + (p - 1) * n * g;
+      return true;
+    case Collective::kAllGather:
+      *t = round_latency + n * per_slice;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// hier: tree reduce inside each host, ring allreduce among the H leaders,
+// tree broadcast inside each host; the phases do not overlap.
+double HierarchicalTime(double p, double n, const CostParams& c) {
+  const Placement where = PlacementOf(static_cast<int>(p), c);
+  double t = 0;
+  if (where.local > 1) {
+    double reduce = 0, broadcast = 0;
+    TreeTime(Collective::kReduce, where.local, n, where.intra, &reduce);
+    TreeTime(Collective::kBroadcast, where.local, n, where.intra, &broadcast);
+    t += reduce + broadcast;
+  }
+  if (where.hosts > 1) {
+    double ring = 0;
+    RingTime(Collective::kAllReduce, where.hosts, n, where.inter, &ring);
+    t += ring;
+  }
+  return t;
+}
+
+// hier_sliced (equal hosts): ring reduce-scatter inside each host, a ring
+// allreduce of each 1/L slice among the H ranks of that slice, ring
+// allgather inside each host. Uneven hosts fall back to hier.
+double HierarchicalSlicedTime(double p, double n, const CostParams& c) {
+  const Placement where = PlacementOf(static_cast<int>(p), c);
+  if (where.local * where.hosts != p) return HierarchicalTime(p, n, c);
+  const double local = where.local, slice = n / local;
+  double t = 0;
+  if (local > 1) {
+    const CostParams& in = where.intra;
+    t += 2 * (local - 1) * (in.alpha_s + slice * in.beta_s_per_byte) + (local - 1) * slice * in.gamma_s_per_byte;
+  }
+  if (where.hosts > 1) {
+    double ring = 0;
+    RingTime(Collective::kAllReduce, where.hosts, slice, where.inter, &ring);
+    t += ring;
+  }
+  return t;
 }
 
 }  // namespace
@@ -91,6 +180,10 @@ CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes) {
   params.beta_s_per_byte = 1.0 / link.bandwidth_Bps;
   params.gamma_s_per_byte = cluster.gamma_s_per_byte;
   params.chunk_bytes = chunk_bytes;
+  params.hosts = cluster.hosts;
+  params.ranks_per_host = cluster.ranks_per_host;
+  params.intra_alpha_s = cluster.intra_host.alpha_s;
+  params.intra_beta_s_per_byte = 1.0 / cluster.intra_host.bandwidth_Bps;
   return params;
 }
 
@@ -113,6 +206,7 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
   const double levels = CeilLog2(call.nranks);
   if (Named(algo, "ring")) return RingTime(call.coll, p, n, c, seconds);
   if (Named(algo, "tree")) return TreeTime(call.coll, p, n, c, seconds);
+  if (Named(algo, "direct")) return DirectTime(call.coll, p, n, c, seconds);
   if (call.coll != Collective::kAllReduce) {
     if (Named(algo, "chain")) return RingTime(call.coll, p, n, c, seconds);
     return false;
@@ -129,6 +223,10 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
   } else if (Named(algo, "chain")) {  // chain reduce then chain broadcast
     const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
     *seconds = 2 * (p - 2 + pipe.chunks) * (a + pipe.chunk * b) + n * g;
+  } else if (Named(algo, "hier")) {
+    *seconds = HierarchicalTime(p, n, c);
+  } else if (Named(algo, "hier_sliced")) {
+    *seconds = HierarchicalSlicedTime(p, n, c);
   } else {
     return false;
   }

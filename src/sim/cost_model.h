@@ -15,20 +15,37 @@
 namespace chorus::sim {
 
 struct CostParams {
-  double alpha_s = 0;
+  double alpha_s = 0;  // the link class the collective crosses (inter-host when hosts > 1)
   double beta_s_per_byte = 0;
   double gamma_s_per_byte = 0;
   size_t chunk_bytes = 0;
+  // Per-message cost a rank pays for each extra message it has in flight at
+  // once (LogP's o): what concurrent messages do not overlap. The ring and
+  // trees have one message per step on the critical path, so their alpha
+  // already holds it; "direct" posts p-1 at once and pays (p-2) o more.
+  double overhead_s = 0;
+  // Where the ranks are: `hosts` hosts of `ranks_per_host` ranks (0 = the
+  // call's ranks spread evenly, at least one per host), and the link class
+  // within a host (0 = the same as alpha and beta). The hierarchical
+  // algorithms cost their host-local phases with it, and "direct" charges
+  // each host's shared NIC with all of its ranks' cross-host traffic.
+  int hosts = 1;
+  int ranks_per_host = 0;
+  double intra_alpha_s = 0;
+  double intra_beta_s_per_byte = 0;
 };
 
 // The link class the collective crosses: inter-host when there are several
-// hosts (the slower class bounds a ring or tree that spans them).
+// hosts (the slower class bounds a ring or tree that spans them); also the
+// cluster's hosts and its intra-host class for the hierarchical costs.
 CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes);
 
 // Seconds for `call` (count, dtype, nranks, coll) with `algo`. Returns false
 // when there is no formula for the pair. ring and tree (binomial) are exact
 // for whole steps; ps, ps_sharded, hd, dbtree and chain are the textbook
-// estimates (matched by name, so new algorithms need only a case here).
+// estimates; direct, hier and hier_sliced are built from the ring and tree
+// terms per link class (docs/algorithms.md). Matched by name, so new
+// algorithms need only a case here.
 bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& params, double* seconds);
 
 // FireCaffe's central parameter server for an allreduce of n bytes over p

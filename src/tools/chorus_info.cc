@@ -14,9 +14,13 @@ namespace {
 
 void Usage() {
   std::printf(
-      "usage: chorus_info [--tune [--ranks P] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G] [--chunk BYTES]]\n"
+      "usage: chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
+      "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]]\n"
       "Prints the Chorus version and its environment variables; with --tune, the algorithm the tuner picks\n"
-      "for each collective and size under that model, with every candidate's predicted time.\n");
+      "for each collective and size under that model, with every candidate's predicted time. The ranks sit\n"
+      "on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within the host\n"
+      "when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost of each\n"
+      "extra message in flight (default: alpha / 4).\n");
 }
 
 int PrintTuneTable(int argc, char** argv) {
@@ -27,6 +31,8 @@ int PrintTuneTable(int argc, char** argv) {
   model.chunk_bytes = 512 * 1024;
   model.source = "command line";
   int ranks = 8;
+  int hosts = 1;
+  double overhead_us = -1;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const double value = std::atof(argv[i + 1]);
@@ -35,6 +41,10 @@ int PrintTuneTable(int argc, char** argv) {
       return 2;
     }
     if (flag == "--ranks") ranks = static_cast<int>(value);
+    else if (flag == "--hosts") hosts = static_cast<int>(value);
+    else if (flag == "--overhead-us") overhead_us = value;
+    else if (flag == "--intra-alpha-us") model.intra_alpha_s = value * 1e-6;
+    else if (flag == "--intra-bandwidth-GBps") model.intra_beta_s_per_byte = 1 / (value * 1e9);
     else if (flag == "--alpha-us") model.alpha_s = value * 1e-6;
     else if (flag == "--bandwidth-GBps") model.beta_s_per_byte = 1 / (value * 1e9);
     else if (flag == "--gamma-GBps") model.gamma_s_per_byte = 1 / (value * 1e9);
@@ -48,7 +58,8 @@ int PrintTuneTable(int argc, char** argv) {
     Usage();
     return 2;
   }
-  std::fputs(chorus::DescribeDecisions(model, ranks).c_str(), stdout);
+  model.overhead_s = overhead_us > 0 ? overhead_us * 1e-6 : model.alpha_s * chorus::kOverheadPerAlpha;
+  std::fputs(chorus::DescribeDecisions(model, ranks, hosts).c_str(), stdout);
   return 0;
 }
 

@@ -127,6 +127,8 @@ TEST(Supports, PaperAlgorithms) {
   EXPECT_EQ(supported(Algorithm::kShardedParameterServer), V{Collective::kAllReduce});
   EXPECT_EQ(supported(Algorithm::kHalvingDoubling), V{Collective::kAllReduce});
   EXPECT_EQ(supported(Algorithm::kChain), (V{Collective::kBroadcast, Collective::kReduce}));
+  EXPECT_EQ(supported(Algorithm::kDirect),
+            (V{Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}));
   EXPECT_TRUE(supported(Algorithm::kCount).empty());
 }
 

@@ -148,7 +148,10 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
                         {Collective::kBroadcast, Algorithm::kDoubleBinaryTree},
                         {Collective::kReduce, Algorithm::kDoubleBinaryTree},
                         {Collective::kBroadcast, Algorithm::kChain},
-                        {Collective::kReduce, Algorithm::kChain}};
+                        {Collective::kReduce, Algorithm::kChain},
+                        {Collective::kAllReduce, Algorithm::kDirect},
+                        {Collective::kReduceScatter, Algorithm::kDirect},
+                        {Collective::kAllGather, Algorithm::kDirect}};
   for (const Case& c : cases) {
     for (int p : {2, 3, 8, 13}) {
       for (bool in_place : {false, true}) {

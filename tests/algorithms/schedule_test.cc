@@ -44,6 +44,9 @@ const Pair kPairs[] = {
     {Collective::kReduce, Algorithm::kChain},
     {Collective::kAllReduce, Algorithm::kHierarchical},  // flat: no topology
     {Collective::kAllReduce, Algorithm::kHierarchicalSliced},
+    {Collective::kAllReduce, Algorithm::kDirect},
+    {Collective::kReduceScatter, Algorithm::kDirect},
+    {Collective::kAllGather, Algorithm::kDirect},
 };
 
 bool Reduces(Collective coll) {
@@ -187,6 +190,8 @@ const Pair kReducingPairs[] = {
     {Collective::kReduce, Algorithm::kChain},
     {Collective::kAllReduce, Algorithm::kHierarchical},
     {Collective::kAllReduce, Algorithm::kHierarchicalSliced},
+    {Collective::kAllReduce, Algorithm::kDirect},
+    {Collective::kReduceScatter, Algorithm::kDirect},
 };
 
 INSTANTIATE_TEST_SUITE_P(Reductions, ReductionSweep,

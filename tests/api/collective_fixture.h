@@ -14,12 +14,12 @@ namespace chorus_test {
 
 struct CollectiveParam {
   int nranks;
-  const char* algo;  // chorusConfig_t.algo: "ring" or "tree"
+  const char* algo;  // chorusConfig_t.algo: "ring", "tree" or "direct"
 };
 
 inline std::vector<CollectiveParam> AllCollectiveParams() {
   std::vector<CollectiveParam> params;
-  for (const char* algo : {"ring", "tree"}) {
+  for (const char* algo : {"ring", "tree", "direct"}) {
     for (int nranks : {1, 2, 3, 4, 5, 8}) params.push_back({nranks, algo});
   }
   return params;

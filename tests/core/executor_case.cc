@@ -4,12 +4,15 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "core/executor.h"
 #include "core/workspace.h"
 #include "inproc_transport.h"
 #include "rank_threads.h"
+#include "transports/shm/shm_transport.h"
 
 namespace chorus::testing {
 namespace {
@@ -96,13 +99,58 @@ struct RankSetup {
   std::vector<uint8_t> user_before;  // what the call must not change
 };
 
+// Runs `function` per rank over shared-memory transports connected among
+// threads, the way RunRanks does over the in-process fabric. `combined`:
+// receives the transports reduced on receipt, over all ranks.
+std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& function, uint64_t* combined) {
+  ShmTuning tuning;
+  tuning.cma_within_process = c.transport == CaseTransport::kShmCma;
+  tuning.combine_piece_bytes = 192;  // many pieces per chunk, each a few elements
+  std::vector<std::unique_ptr<Transport>> transports(c.nranks);
+  std::vector<std::string> addresses(c.nranks);
+  std::vector<Status> results(c.nranks);
+  for (int r = 0; r < c.nranks; ++r) {
+    TransportOptions options;
+    options.rank = r;
+    options.nranks = c.nranks;
+    options.secret[0] = 42;
+    results[r] = CreateShmTransport(options, &transports[r], tuning);
+    if (!results[r].ok()) return results;
+    addresses[r] = transports[r]->LocalAddress();
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < c.nranks; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] = transports[r]->Connect(addresses, Deadline::AfterMs(kDeadlineMs));
+      if (results[r].ok()) results[r] = function(r, transports[r].get());
+      if (!results[r].ok()) transports[r]->Shutdown();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  *combined = 0;
+  for (const auto& transport : transports) {
+    *combined += static_cast<ShmTransport*>(transport.get())->stats().combined_messages;
+  }
+  return results;
+}
+
 }  // namespace
+
+const char* CaseTransportName(CaseTransport transport) {
+  switch (transport) {
+    case CaseTransport::kShm: return "shm";
+    case CaseTransport::kShmCma: return "shmcma";
+    case CaseTransport::kShmStaged: return "shmstaged";
+    default: return "inproc";
+  }
+}
 
 std::string DescribeExecutorCase(const ExecutorCase& c) {
   std::ostringstream out;
   out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
       << " chunk=" << c.chunk_bytes << (c.in_place ? " in-place " : " out-of-place ") << DataTypeName(c.dtype)
-      << " root=" << c.root << " inflight=" << c.max_inflight_per_peer;
+      << " root=" << c.root << " inflight=" << c.max_inflight_per_peer
+      << " transport=" << CaseTransportName(c.transport);
   return out.str();
 }
 
@@ -145,9 +193,8 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     s.user_before = s.args.in_place ? s.user : s.send;
   }
 
-  InprocFabric fabric(c.nranks);
   const std::atomic<bool> abort{false};
-  std::vector<Status> results = RunRanks(fabric, [&](int r, Transport* transport) {
+  const RankFunction run_rank = [&](int r, Transport* transport) {
     RankSetup& s = ranks[r];
     BoundSchedule bound;
     bound.schedule = &s.schedule;
@@ -160,8 +207,23 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     options.chunk_bytes = c.chunk_bytes;
     options.max_inflight_per_peer = c.max_inflight_per_peer;
     options.staging = &staging;
+    options.combine_on_receive = c.transport != CaseTransport::kShmStaged;
     return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(kDeadlineMs));
-  });
+  };
+  std::vector<Status> results;
+  if (c.transport == CaseTransport::kInproc) {
+    InprocFabric fabric(c.nranks);
+    results = RunRanks(fabric, run_rank);
+  } else {
+    uint64_t combined = 0;
+    results = RunShmRanks(c, run_rank, &combined);
+    const bool reducing = c.coll == Collective::kAllReduce || c.coll == Collective::kReduceScatter ||
+                          c.coll == Collective::kReduce;
+    const bool expect_combined = reducing && c.transport != CaseTransport::kShmStaged && c.nranks > 1 && c.count > 0;
+    if (results[0].ok() && expect_combined != (combined > 0)) {
+      return context + std::to_string(combined) + " chunks combined on receipt";
+    }
+  }
   for (int r = 0; r < c.nranks; ++r) {
     if (!results[r].ok()) return context + "rank " + std::to_string(r) + " failed: " + results[r].message();
   }

@@ -12,6 +12,13 @@
 
 namespace chorus::testing {
 
+// What carries the messages. The shm variants run ranks as threads over the
+// shared-memory transport, whose endpoints combine receive-reduce chunks on
+// receipt: from the ring and straight from the sender's buffer (kShm), or
+// through CMA in small pieces (kShmCma); kShmStaged turns combining off in
+// the executor so that shm chunks go through staging.
+enum class CaseTransport { kInproc, kShm, kShmCma, kShmStaged };
+
 struct ExecutorCase {
   Collective coll = Collective::kAllReduce;
   Algorithm algo = Algorithm::kRing;
@@ -22,7 +29,10 @@ struct ExecutorCase {
   DataType dtype = chorusInt32;  // chorusInt32 or chorusFloat64, reduced with Sum
   int root = 0;
   int max_inflight_per_peer = 8;
+  CaseTransport transport = CaseTransport::kInproc;
 };
+
+const char* CaseTransportName(CaseTransport transport);
 
 std::string DescribeExecutorCase(const ExecutorCase& c);
 

@@ -82,6 +82,7 @@ std::string CaseName(const ::testing::TestParamInfo<ExecutorCase>& info) {
                      std::to_string(c.nranks) + "_c" + std::to_string(c.count) + "_k" + std::to_string(c.chunk_bytes) +
                      (c.in_place ? "_inplace_" : "_outofplace_") + (c.dtype == chorusFloat64 ? "f64" : "i32") + "_w" +
                      std::to_string(c.max_inflight_per_peer);
+  if (c.transport != CaseTransport::kInproc) name += std::string("_") + CaseTransportName(c.transport);
   return name;
 }
 
@@ -146,6 +147,34 @@ INSTANTIATE_TEST_SUITE_P(NarrowPipeline, ExecutorCollectiveTest, ::testing::Valu
 INSTANTIATE_TEST_SUITE_P(OddChunks, ExecutorCollectiveTest, ::testing::ValuesIn(OddChunkCases()), CaseName);
 
 INSTANTIATE_TEST_SUITE_P(AllReduceRanks, ExecutorCollectiveTest, ::testing::ValuesIn(RankCountCases()), CaseName);
+
+// Over the shared-memory transport, whose endpoints reduce receive-reduce
+// chunks as they arrive (no staging): the reducing collectives with chunks
+// small enough for the ring and large enough to be pulled (256 KiB), and
+// uneven counts; the staged path over the same transport for comparison.
+std::vector<ExecutorCase> ShmCases() {
+  std::vector<ExecutorCase> cases;
+  for (CaseTransport transport : {CaseTransport::kShm, CaseTransport::kShmCma, CaseTransport::kShmStaged}) {
+    for (Collective coll : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce}) {
+      for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+        if (!Supports(algo, coll)) continue;
+        for (int nranks : {2, 3, 4}) {
+          for (size_t chunk : {size_t{4096}, size_t{256} << 10}) {
+            const bool in_place = nranks != 3;
+            const DataType dtype = nranks == 2 ? chorusFloat64 : chorusInt32;
+            const size_t count = chunk == 4096 ? 12345 : 400000 + nranks;
+            ExecutorCase c = MakeCase(coll, algo, nranks, count, chunk, in_place, dtype);
+            c.transport = transport;
+            cases.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shm, ExecutorCollectiveTest, ::testing::ValuesIn(ShmCases()), CaseName);
 
 // A group launch: two AllReduces (ring on int32, tree on float64) with
 // different tags run as one unit; messages of both interleave per peer in

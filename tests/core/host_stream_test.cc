@@ -1,5 +1,6 @@
 // HostStream: in-order execution on its own thread, first-error reporting,
-// Query while busy, and draining on destruction.
+// Query while busy, draining on destruction, and the polling hand-off
+// (worker and Synchronize poll before they sleep).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -168,6 +169,65 @@ TEST(HostStreamTest, ItemsFromManyThreadsAllRun) {
   for (std::thread& producer : producers) producer.join();
   EXPECT_TRUE(stream.Synchronize().ok());
   EXPECT_EQ(ran.load(), 1000);
+}
+
+// Issue, synchronize, issue, ...: each item is picked up by the polling
+// worker or by a woken one, and Synchronize sees every result at once.
+TEST(HostStreamTest, BackToBackIssueAndSynchronizeSeesEveryItem) {
+  HostStream stream;
+  int value = 0;  // touched by the worker, read after Synchronize
+  for (int i = 1; i <= 2000; ++i) {
+    stream.Enqueue([&value, i] {
+      value = i;
+      return i % 500 == 0 ? InternalError("item ", i) : Status::Ok();
+    });
+    Status status = stream.Synchronize();
+    ASSERT_EQ(value, i);
+    ASSERT_EQ(status.ok(), i % 500 != 0) << i;
+  }
+  EXPECT_TRUE(stream.Query().ok());
+}
+
+// Items that arrive after the worker's polling stage ran out (it sleeps
+// then) still run, and so do items arriving while it polls.
+TEST(HostStreamTest, ItemsRunWhetherTheWorkerPollsOrSleeps) {
+  HostStream stream;
+  std::atomic<int> ran{0};
+  for (int pause_us : {0, 10, 200, 5000, 0}) {
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    stream.Enqueue([&] {
+      ++ran;
+      return Status::Ok();
+    });
+  }
+  EXPECT_TRUE(stream.Synchronize().ok());
+  EXPECT_EQ(ran.load(), 5);
+}
+
+// Synchronize must outwait its polling stage when an item runs long.
+TEST(HostStreamTest, SynchronizeWaitsForALongItem) {
+  HostStream stream;
+  std::atomic<bool> done{false};
+  stream.Enqueue([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    done = true;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(stream.Synchronize().ok());
+  EXPECT_TRUE(done.load());
+}
+
+// A destroyed stream does not wait out the worker's polling stage for long:
+// the worker sees the stop request while it polls.
+TEST(HostStreamTest, DestructionRightAfterAnItemIsPrompt) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    HostStream stream;
+    stream.Enqueue([] { return Status::Ok(); });
+    ASSERT_TRUE(stream.Synchronize().ok());
+  }
+  // 20 streams; each one's teardown is a join, far below a second.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "algorithms/topology.h"
+
 namespace chorus {
 namespace {
 
@@ -47,11 +49,13 @@ TEST(TunerTest, SmallMessagesAvoidTheRingLargeOnesAvoidTheTree) {
 }
 
 TEST(TunerTest, RingWinsNearTies) {
-  // At 64 MiB on 8 ranks hd's model is a hair ahead of the ring (fewer
-  // latency terms, same bandwidth term): the ring is taken.
+  // At 64 MiB on 8 ranks direct's and hd's models are a hair ahead of the
+  // ring (fewer latency terms, same bandwidth term): the ring is taken.
   const TunerChoice choice = ChooseByCost(AllReduce(8, 64 << 20), Model(50, 0.125));
   ASSERT_FALSE(choice.candidates.empty());
-  EXPECT_EQ(choice.candidates.front().first, Algorithm::kHalvingDoubling);
+  EXPECT_TRUE(choice.candidates.front().first == Algorithm::kDirect ||
+              choice.candidates.front().first == Algorithm::kHalvingDoubling)
+      << AlgorithmName(choice.candidates.front().first);
   EXPECT_EQ(choice.algorithm, Algorithm::kRing);
   EXPECT_LE(choice.predicted_s, choice.candidates.front().second * 1.05);
 }
@@ -61,7 +65,8 @@ TEST(TunerTest, OnlyAlgorithmsThatSupportTheCollective) {
   args.coll = Collective::kAllGather;
   const TunerChoice choice = ChooseByCost(args, Model(10, 10));
   for (const auto& [algo, seconds] : choice.candidates) EXPECT_TRUE(Supports(algo, Collective::kAllGather));
-  EXPECT_EQ(choice.algorithm, Algorithm::kRing);
+  // One latency instead of p-1 for the same bytes: direct, not the ring.
+  EXPECT_EQ(choice.algorithm, Algorithm::kDirect);
 }
 
 TEST(TunerTest, RingTimingsInvertToAlphaAndBeta) {
@@ -109,12 +114,123 @@ TEST(TunerTest, BadTuneFilesAreRejectedWithTheReason) {
   EXPECT_EQ(ReadTuneFile("/nonexistent/tune", &model).code(), chorusInvalidArgument);
 }
 
+// One host, parameters of the order measured on the shared-memory transport
+// (docs/performance.md): alpha 10 us, 2 GB/s, reduction 5 GB/s.
+TunerModel OneHost() {
+  TunerModel model = Model(10, 2);
+  model.gamma_s_per_byte = 1 / 5e9;
+  model.overhead_s = model.alpha_s * kOverheadPerAlpha;
+  return model;
+}
+
+TEST(TunerTest, DirectOnOneHostForSmallAndMediumSizesAtFourRanks) {
+  const TunerModel model = OneHost();
+  for (size_t bytes : {size_t{8}, size_t{4096}, size_t{64} << 10, size_t{256} << 10}) {
+    const TunerChoice choice = ChooseByCost(AllReduce(4, bytes), model);
+    EXPECT_EQ(choice.algorithm, Algorithm::kDirect) << bytes << " B";
+  }
+  // Large: direct and ring move the same bytes and differ by 4 alpha - 4 o;
+  // from 1 MiB that is within 5% and the ring wins the near tie.
+  for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
+    EXPECT_EQ(ChooseByCost(AllReduce(4, bytes), model).algorithm, Algorithm::kRing) << bytes << " B";
+  }
+}
+
+TEST(TunerTest, TwoRanksDirectIsTheRingSoTheRingWins) {
+  const TunerModel model = OneHost();
+  for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
+    const TunerChoice choice = ChooseByCost(AllReduce(2, bytes), model);
+    EXPECT_EQ(choice.algorithm, Algorithm::kRing) << bytes << " B";
+    double direct = -1, ring = -1;
+    for (const auto& [algo, seconds] : choice.candidates) {
+      if (algo == Algorithm::kDirect) direct = seconds;
+      if (algo == Algorithm::kRing) ring = seconds;
+    }
+    EXPECT_DOUBLE_EQ(direct, ring);
+  }
+}
+
+TEST(TunerTest, ManyRanksPayDirectsPerMessageOverheadSoTheTreeWinsSmallSizes) {
+  const TunerChoice choice = ChooseByCost(AllReduce(32, 8), OneHost());
+  EXPECT_NE(choice.algorithm, Algorithm::kDirect);
+  EXPECT_NE(choice.algorithm, Algorithm::kRing);
+}
+
+TEST(TunerTest, NeverMuchWorseThanTheRing) {
+  for (int p : {2, 3, 4, 8, 16}) {
+    for (size_t bytes = 8; bytes <= (size_t{1} << 28); bytes *= 4) {
+      const TunerChoice choice = ChooseByCost(AllReduce(p, bytes), OneHost());
+      for (const auto& [algo, seconds] : choice.candidates) {
+        if (algo == Algorithm::kRing) EXPECT_LE(choice.predicted_s, seconds * 1.0000001);
+      }
+    }
+  }
+}
+
+TEST(TunerTest, DirectAlsoServesReduceScatterAndAllGather) {
+  for (Collective coll : {Collective::kReduceScatter, Collective::kAllGather}) {
+    CollectiveArgs args = AllReduce(4, 4096);
+    args.coll = coll;
+    EXPECT_EQ(ChooseByCost(args, OneHost()).algorithm, Algorithm::kDirect) << CollectiveName(coll);
+  }
+}
+
+// 2 hosts x 4 ranks: fast links inside a host, 1.25 GB/s between hosts.
+TEST(TunerTest, SeveralHostsPickHierarchicalForLargeAndAvoidDirect) {
+  TunerModel model = Model(50, 1.25);
+  model.intra_alpha_s = 5e-6;
+  model.intra_beta_s_per_byte = 1 / 10e9;
+  model.overhead_s = model.alpha_s * kOverheadPerAlpha;
+  Topology topology{{0, 0, 0, 0, 1, 1, 1, 1}};
+  CollectiveArgs args = AllReduce(8, 64 << 20);
+  args.topology = &topology;
+  const TunerChoice large = ChooseByCost(args, model);
+  EXPECT_EQ(large.algorithm, Algorithm::kHierarchicalSliced);
+  // Direct sends 4 ranks x 4/8 of the vector through each NIC per round.
+  double direct = 0, ring = 0;
+  for (const auto& [algo, seconds] : large.candidates) {
+    if (algo == Algorithm::kDirect) direct = seconds;
+    if (algo == Algorithm::kRing) ring = seconds;
+  }
+  EXPECT_GT(direct, 1.5 * ring);
+  // The same call without a topology is one host: no hierarchy to exploit.
+  args.topology = nullptr;
+  EXPECT_NE(ChooseByCost(args, model).algorithm, Algorithm::kHierarchicalSliced);
+}
+
+TEST(TunerTest, TuneFileSetsOverheadAndTheIntraHostClass) {
+  const std::string path = testing::TempDir() + "chorus_tune_file_intra.txt";
+  {
+    std::ofstream out(path);
+    out << "alpha_us=40 bandwidth_GBps=1 overhead_us=3 intra_alpha_us=2 intra_bandwidth_GBps=8\n";
+  }
+  TunerModel model;
+  ASSERT_TRUE(ReadTuneFile(path, &model).ok());
+  EXPECT_DOUBLE_EQ(model.overhead_s, 3e-6);
+  EXPECT_DOUBLE_EQ(model.intra_alpha_s, 2e-6);
+  EXPECT_DOUBLE_EQ(model.intra_beta_s_per_byte, 1 / 8e9);
+  {
+    std::ofstream out(path);
+    out << "alpha_us=40 bandwidth_GBps=1\n";
+  }
+  ASSERT_TRUE(ReadTuneFile(path, &model).ok());
+  EXPECT_DOUBLE_EQ(model.overhead_s, 40e-6 * kOverheadPerAlpha);
+  EXPECT_EQ(model.intra_alpha_s, 0);
+  std::remove(path.c_str());
+}
+
 TEST(TunerTest, DecisionTableListsEveryCollectiveAndSize) {
   const std::string table = DescribeDecisions(Model(20, 1.25), 8);
   for (const char* needle : {"allreduce 8 B ->", "broadcast 8 B ->", "reduce 8 B ->", "allgather 8 B ->",
                              "reducescatter 8 B ->", "allreduce 1073741824 B ->", "p=8"}) {
     EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
   }
+  // The direct, hier and hier_sliced rows are candidates with a cost.
+  for (const char* needle : {"direct ", "hier ", "hier_sliced ", "allgather 8 B -> direct"}) {
+    EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
+  }
+  const std::string hosts = DescribeDecisions(Model(20, 1.25), 8, 2);
+  EXPECT_NE(hosts.find("hosts=2"), std::string::npos) << hosts;
 }
 
 }  // namespace

@@ -65,6 +65,86 @@ TEST(CostModelTest, EnumeratesConcreteAlgorithms) {
   for (Algorithm algo : AlgorithmsSupporting(Collective::kAllGather)) EXPECT_NE(algo, Algorithm::kAuto);
 }
 
+TEST(CostModelTest, DirectAllReducePaysTwoLatenciesAndItsOverheads) {
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, AllReduce(4, 4000), Params(), &t));
+  // 2 rounds of (alpha + 3 slices of 1000 B) + 3/4*4000*gamma
+  EXPECT_NEAR(t, 2e-5 + 6e-6 + 3e-7, 1e-15);
+  CostParams params = Params();
+  params.overhead_s = 2e-6;  // 2 extra messages in flight per round
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, AllReduce(4, 4000), params, &t));
+  EXPECT_NEAR(t, 2e-5 + 8e-6 + 6e-6 + 3e-7, 1e-15);
+  // Two ranks: direct is the ring.
+  double ring = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, AllReduce(2, 1 << 20), params, &t));
+  ASSERT_TRUE(AnalyticTime(Algorithm::kRing, AllReduce(2, 1 << 20), params, &ring));
+  EXPECT_DOUBLE_EQ(t, ring);
+}
+
+TEST(CostModelTest, DirectAcrossHostsIsBoundByTheSharedNic) {
+  CostParams params = Params();
+  params.hosts = 2;
+  params.ranks_per_host = 2;
+  params.intra_alpha_s = 1e-6;
+  params.intra_beta_s_per_byte = 1e-10;
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, AllReduce(4, 4000), params, &t));
+  // The NIC carries 2 ranks x 2 remote slices of 1000 B a round.
+  EXPECT_NEAR(t, 2e-5 + 2 * 4 * 1000 * 1e-9 + 3e-7, 1e-15);
+}
+
+TEST(CostModelTest, DirectReduceScatterAndAllGatherAreOneRound) {
+  CollectiveArgs call = AllReduce(4, 1000);
+  call.coll = Collective::kAllGather;
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, call, Params(), &t));
+  EXPECT_NEAR(t, 1e-5 + 3 * 1000 * 1e-9, 1e-15);
+  call.coll = Collective::kReduceScatter;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, call, Params(), &t));
+  EXPECT_NEAR(t, 1e-5 + 3 * 1000 * 1e-9 + 3 * 1000 * 1e-10, 1e-15);
+  call.coll = Collective::kBroadcast;
+  EXPECT_FALSE(AnalyticTime(Algorithm::kDirect, call, Params(), &t));
+}
+
+CostParams TwoHostsOfFour() {
+  CostParams params = Params();
+  params.hosts = 2;
+  params.ranks_per_host = 4;
+  params.intra_alpha_s = 1e-6;
+  params.intra_beta_s_per_byte = 1e-10;
+  return params;
+}
+
+TEST(CostModelTest, HierarchicalIsTreesInsideAndARingOfLeaders) {
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchical, AllReduce(8, 4000), TwoHostsOfFour(), &t));
+  const double reduce = 2 * (1e-6 + 4000 * (1e-10 + 1e-10));  // 2 levels inside a host
+  const double broadcast = 2 * (1e-6 + 4000 * 1e-10);
+  const double leaders = 2 * (1e-5 + 2000 * 1e-9) + 2000 * 1e-10;  // ring of 2
+  EXPECT_NEAR(t, reduce + broadcast + leaders, 1e-15);
+}
+
+TEST(CostModelTest, HierarchicalSlicedIsRingsInsideAndOneRingPerSlice) {
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchicalSliced, AllReduce(8, 4000), TwoHostsOfFour(), &t));
+  const double inside = 2 * 3 * (1e-6 + 1000 * 1e-10) + 3 * 1000 * 1e-10;
+  const double across = 2 * (1e-5 + 500 * 1e-9) + 500 * 1e-10;  // 1000 B slices, ring of 2
+  EXPECT_NEAR(t, inside + across, 1e-15);
+  // Uneven hosts: the schedule falls back to hier, and so does the cost.
+  CostParams uneven = TwoHostsOfFour();
+  double hier = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchicalSliced, AllReduce(7, 4000), uneven, &t));
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchical, AllReduce(7, 4000), uneven, &hier));
+  EXPECT_DOUBLE_EQ(t, hier);
+}
+
+TEST(CostModelTest, OneHostHierarchiesCostWhatTheirFlatShapesCost) {
+  double sliced = 0, ring = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchicalSliced, AllReduce(8, 4000), Params(), &sliced));
+  ASSERT_TRUE(AnalyticTime(Algorithm::kRing, AllReduce(8, 4000), Params(), &ring));
+  EXPECT_NEAR(sliced, ring, 1e-15);
+}
+
 TEST(CostModelTest, ParamsComeFromTheSlowerClassAcrossHosts) {
   ClusterModel cluster;
   cluster.hosts = 2;
@@ -75,6 +155,10 @@ TEST(CostModelTest, ParamsComeFromTheSlowerClassAcrossHosts) {
   EXPECT_EQ(params.alpha_s, 5e-5);
   EXPECT_EQ(params.beta_s_per_byte, 1e-9);
   EXPECT_EQ(params.chunk_bytes, 4096u);
+  EXPECT_EQ(params.hosts, 2);
+  EXPECT_EQ(params.ranks_per_host, 2);
+  EXPECT_EQ(params.intra_alpha_s, 1e-6);
+  EXPECT_EQ(params.intra_beta_s_per_byte, 1e-10);
 }
 
 }  // namespace

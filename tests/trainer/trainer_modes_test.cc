@@ -92,6 +92,33 @@ TEST_F(TrainerModes, PipeSgdFp16WireHalvesTheBytes) {
   EXPECT_EQ(first.uncompressed_bytes, 4ull * model->weights().size() * (steps - 3));
   EXPECT_LE(2 * first.wire_bytes, first.uncompressed_bytes + 64);
   EXPECT_GT(first.wire_bytes, 0u);
+  // Gradient bytes: 3 float32 warm-up steps, then the fp16 wire.
+  EXPECT_EQ(first.gradient_bytes, 4ull * model->weights().size() * 3 + first.wire_bytes);
+  EXPECT_EQ(first.steps, steps);
+}
+
+TEST_F(TrainerModes, GradientBytesCountEveryModesPayload) {
+  const std::unique_ptr<Model> model = MakeLeNet(5, 0.25);
+  const int steps = 320 / 32;
+  const unsigned long long float32_epoch = 4ull * model->weights().size() * steps;
+  TrainOptions options = WithMode("sync");
+  options.epochs = 1;
+  for (const char* mode : {"sync", "overlap", "pipe-sgd"}) {
+    options.exchange.mode = mode;
+    const std::vector<RankResult> ranks = TrainRanks(2, options, train_, test_);
+    ASSERT_TRUE(ranks[0].ok) << mode << ": " << ranks[0].error;
+    EXPECT_EQ(ranks[0].epochs[0].gradient_bytes, float32_epoch) << mode;
+    EXPECT_EQ(ranks[0].epochs[0].steps, steps) << mode;
+  }
+  options.exchange.mode = "gossip";  // weights, not gradients
+  const std::vector<RankResult> gossip = TrainRanks(2, options, train_, test_);
+  ASSERT_TRUE(gossip[0].ok) << gossip[0].error;
+  EXPECT_EQ(gossip[0].epochs[0].gradient_bytes, 0u);
+  EXPECT_EQ(gossip[0].epochs[0].extra_bytes, float32_epoch);
+  options.exchange.mode = "sync";  // one rank sends nothing
+  const std::vector<RankResult> alone = TrainRanks(1, options, train_, test_);
+  ASSERT_TRUE(alone[0].ok) << alone[0].error;
+  EXPECT_EQ(alone[0].epochs[0].gradient_bytes, 0u);
 }
 
 TEST_F(TrainerModes, GossipLearnsWithCloseButDistinctReplicas) {
@@ -122,6 +149,7 @@ TEST_F(TrainerModes, LionCubSignVoteLearnsWith32xFewerBytes) {
     EXPECT_GT(e.wire_bytes, 0u);
     EXPECT_LE(25 * e.wire_bytes, float32_bytes);
     EXPECT_EQ(e.extra_bytes, 4ull * model->weights().size());  // one momentum sync in 10 steps
+    EXPECT_EQ(e.gradient_bytes, e.wire_bytes);  // the votes; momenta are not gradients
   }
 }
 

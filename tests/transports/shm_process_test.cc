@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -186,12 +187,25 @@ TEST(ShmProcessTest, TwoProcessesExchangeEverySizeWithCma) {
   ProcessRanks ranks;
   ASSERT_NE(ranks.board(), nullptr);
   const std::vector<size_t> sizes = {0, 1, 4096, 1 << 20, 64 << 20};
-  ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board*) {
+  ShmTuning pulling;
+  pulling.pull_from_processes = true;
+  ranks.Start(2, pulling, [&](int rank, Transport* transport, Board*) {
     return ExchangeBody(rank, transport, 2, sizes, /*expect_pulls=*/true);
   });
   ranks.ExpectAllPassed();
   ranks.ExpectNoSegmentsLeft();
   if (ranks.board()->messages[0][0] == '#') std::printf("note: %s\n", ranks.board()->messages[0]);
+}
+
+TEST(ShmProcessTest, ByDefaultProcessesExchangeLargeMessagesThroughTheRing) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  const std::vector<size_t> sizes = {0, 1, 4096, 1 << 20, 3 << 20};
+  ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board*) -> std::string {
+    if (static_cast<ShmTransport*>(transport)->pull_method(1 - rank) != shm::PullMethod::kNone) return "pulls";
+    return ExchangeBody(rank, transport, 2, sizes, /*expect_pulls=*/false);
+  });
+  ranks.ExpectAllPassed();
 }
 
 TEST(ShmProcessTest, ThreeProcessesExchangeThroughTheRing) {
@@ -202,6 +216,78 @@ TEST(ShmProcessTest, ThreeProcessesExchangeThroughTheRing) {
   const std::vector<size_t> sizes = {0, 1, 4096, 1 << 20, 3 << 20};
   ranks.Start(3, ring_only, [&](int rank, Transport* transport, Board*) {
     return ExchangeBody(rank, transport, 3, sizes, /*expect_pulls=*/false);
+  });
+  ranks.ExpectAllPassed();
+  ranks.ExpectNoSegmentsLeft();
+}
+
+// Both ranks send every size; every receive combines. Checks the values,
+// the pieces and that the pulled path (CMA) or the ring carried them.
+std::string CombineBody(int rank, Transport* transport, const std::vector<size_t>& sizes, size_t piece_bytes,
+                        bool expect_pulls) {
+  const int peer = 1 - rank;
+  Endpoint* endpoint = transport->endpoint(peer);
+  if (!endpoint->combine_on_receive()) return "endpoint does not combine";
+  std::vector<std::vector<uint8_t>> sends;
+  std::vector<std::unique_ptr<AddingCombiner>> combiners;
+  std::vector<TransferRequest> requests;
+  requests.reserve(2 * sizes.size());
+  std::vector<TransferRequest*> pending;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    sends.emplace_back(sizes[k]);
+    FillPattern(&sends.back(), rank, peer, k);
+    requests.push_back(Request(sends.back().data(), sizes[k], k));
+    if (!endpoint->PostSend(&requests.back()).ok()) return "PostSend failed";
+    pending.push_back(&requests.back());
+    combiners.push_back(std::make_unique<AddingCombiner>(sizes[k], static_cast<uint8_t>(k)));
+    requests.push_back(combiners.back()->Receive(k));
+    if (!endpoint->PostRecv(&requests.back()).ok()) return "PostRecv failed";
+    pending.push_back(&requests.back());
+  }
+  Status status = WaitAll(transport, pending);
+  if (!status.ok()) return status.message();
+  auto* shm = static_cast<ShmTransport*>(transport);
+  const shm::PullMethod method = shm->pull_method(peer);
+  uint64_t large = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const bool pulled = expect_pulls && method == shm::PullMethod::kCma;
+    const std::string wrong =
+        combiners[k]->Check(peer, rank, k, MaxCombinePiece(sizes[k], method, pulled, piece_bytes));
+    if (!wrong.empty()) return StrCat("message of ", sizes[k], " bytes: ", wrong);
+    large += sizes[k] >= shm::kSingleCopyThreshold;
+  }
+  const shm::ShmStats stats = shm->stats();
+  if (stats.combined_messages != sizes.size()) {
+    return StrCat(stats.combined_messages, " combined, expected ", sizes.size());
+  }
+  if (expect_pulls && method == shm::PullMethod::kCma && stats.cma_pulls != large) return "large messages not pulled";
+  if (expect_pulls && method != shm::PullMethod::kCma) return "# CMA not permitted here: combined from the ring";
+  return "";
+}
+
+const std::vector<size_t> kCombineSizes = {0, 1, 4096, 65535, 65536, 200000, (1 << 20) + 3, 16 << 20};
+
+TEST(ShmProcessTest, TwoProcessesCombineThroughCmaPieces) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  ShmTuning tuning;
+  tuning.pull_from_processes = true;
+  tuning.combine_piece_bytes = 64 * 1000;  // boundaries off every power of two
+  ranks.Start(2, tuning, [&](int rank, Transport* transport, Board*) {
+    return CombineBody(rank, transport, kCombineSizes, tuning.combine_piece_bytes, /*expect_pulls=*/true);
+  });
+  ranks.ExpectAllPassed();
+  ranks.ExpectNoSegmentsLeft();
+  if (ranks.board()->messages[0][0] == '#') std::printf("note: %s\n", ranks.board()->messages[0]);
+}
+
+TEST(ShmProcessTest, TwoProcessesCombineFromTheRing) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  ShmTuning ring_only;
+  ring_only.single_copy = false;
+  ranks.Start(2, ring_only, [&](int rank, Transport* transport, Board*) {
+    return CombineBody(rank, transport, kCombineSizes, ring_only.combine_piece_bytes, /*expect_pulls=*/false);
   });
   ranks.ExpectAllPassed();
   ranks.ExpectNoSegmentsLeft();
@@ -325,12 +411,12 @@ TEST(ShmProcessTest, PrintsSmallMessageLatency) {
 
 TEST(ShmProcessTest, PrintsThroughputOfSixtyFourMiB) {
   std::string single_copy_method, ring_method;
-  ShmTuning ring_only;
-  ring_only.single_copy = false;
-  const double single_copy = MeasureGBps(ShmTuning(), &single_copy_method);
-  const double ring = MeasureGBps(ring_only, &ring_method);
-  std::printf("shm 64 MiB one-way between 2 processes: default path (%s) %.2f GB/s, ring only %.2f GB/s\n",
-              single_copy_method.c_str(), single_copy, ring);
+  ShmTuning pulling;
+  pulling.pull_from_processes = true;
+  const double single_copy = MeasureGBps(pulling, &single_copy_method);
+  const double ring = MeasureGBps(ShmTuning(), &ring_method);
+  std::printf("shm 64 MiB one-way between 2 processes: pulled (%s) %.2f GB/s, default (%s) %.2f GB/s\n",
+              single_copy_method.c_str(), single_copy, ring_method.c_str(), ring);
 }
 
 }  // namespace

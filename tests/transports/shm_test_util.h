@@ -69,5 +69,80 @@ inline std::string SegmentName(const std::string& address) {
 
 inline bool SegmentExists(const std::string& name) { return !name.empty() && std::ifstream("/dev/shm" + name).good(); }
 
+// A ReceiveCombiner for tests: result[i] = base[i] + incoming[i] (bytes,
+// wrapping), recording the pieces it is handed. Not movable: the combiner
+// points at it.
+class AddingCombiner {
+ public:
+  AddingCombiner(size_t bytes, uint8_t seed) : base_(bytes), result_(bytes, 0xee), sink_(bytes + 1, 0x5a) {
+    for (size_t i = 0; i < bytes; ++i) base_[i] = static_cast<uint8_t>(seed + i * 5);
+    combiner_.fn = &AddingCombiner::Combine;
+    combiner_.context = this;
+  }
+  AddingCombiner(const AddingCombiner&) = delete;
+  AddingCombiner& operator=(const AddingCombiner&) = delete;
+
+  // A combining receive of the whole message; its `buffer` is a sink that
+  // must stay untouched.
+  TransferRequest Receive(uint64_t tag) {
+    TransferRequest request;
+    request.buffer = sink_.data();
+    request.bytes = base_.size();
+    request.tag = tag;
+    request.combine = &combiner_;
+    return request;
+  }
+  size_t pieces() const { return offsets_.size(); }
+  bool untouched() const { return pieces() == 0 && result_ == std::vector<uint8_t>(base_.size(), 0xee); }
+
+  // "" when result = base + the pattern `from` sent `to` with `salt`, handed
+  // over in pieces that tile the message in order, each at most `max_piece`
+  // bytes and all but the last a multiple of kCombinePieceAlign.
+  std::string Check(int from, int to, size_t salt, size_t max_piece) const {
+    size_t expected_offset = 0;
+    for (size_t k = 0; k < offsets_.size(); ++k) {
+      if (offsets_[k] != expected_offset) {
+        return StrCat("piece ", k, " at ", offsets_[k], ", expected ", expected_offset);
+      }
+      if (lengths_[k] == 0 || lengths_[k] > max_piece) return StrCat("piece ", k, " of ", lengths_[k], " bytes");
+      expected_offset += lengths_[k];
+      if (expected_offset != base_.size() && lengths_[k] % kCombinePieceAlign != 0) {
+        return StrCat("unaligned piece ", k, " of ", lengths_[k], " bytes");
+      }
+    }
+    if (expected_offset != base_.size()) {
+      return StrCat("pieces cover ", expected_offset, " of ", base_.size(), " bytes");
+    }
+    for (size_t i = 0; i < base_.size(); ++i) {
+      if (result_[i] != static_cast<uint8_t>(base_[i] + Pattern(from, to, i + salt))) return StrCat("wrong byte ", i);
+    }
+    for (uint8_t byte : sink_) {
+      if (byte != 0x5a) return "the transport wrote the receive buffer";
+    }
+    return "";
+  }
+
+ private:
+  static void Combine(void* context, size_t offset, const void* incoming, size_t bytes) {
+    auto* self = static_cast<AddingCombiner*>(context);
+    self->offsets_.push_back(offset);
+    self->lengths_.push_back(bytes);
+    const auto* in = static_cast<const uint8_t*>(incoming);
+    for (size_t i = 0; i < bytes && offset + i < self->base_.size(); ++i) {
+      self->result_[offset + i] = static_cast<uint8_t>(self->base_[offset + i] + in[i]);
+    }
+  }
+
+  std::vector<uint8_t> base_, result_, sink_;
+  std::vector<size_t> offsets_, lengths_;
+  ReceiveCombiner combiner_;
+};
+
+// The largest piece a combining receive of `bytes` may be handed.
+inline size_t MaxCombinePiece(size_t bytes, shm::PullMethod method, bool pulled, size_t piece_bytes) {
+  if (!pulled || bytes < shm::kSingleCopyThreshold) return shm::kMaxRecordPayload;
+  return method == shm::PullMethod::kCma ? piece_bytes : bytes;
+}
+
 }  // namespace shm_test
 }  // namespace chorus

@@ -171,6 +171,88 @@ TEST(ShmTransportTest, ManySmallMessagesKeepTheirOrder) {
   });
 }
 
+// Ranks 0 and 1 send every size to each other; receives alternate between
+// combining and plain, so both kinds keep their order in one stream.
+void ExchangeCombining(Path path, const std::vector<size_t>& sizes, size_t piece_bytes) {
+  ShmTuning tuning = TuningFor(path);
+  tuning.combine_piece_bytes = piece_bytes;
+  auto transports = ConnectedMesh(2, tuning);
+  ASSERT_EQ(transports.size(), 2u);
+  ForEachRank(2, [&](int rank) {
+    const int peer = 1 - rank;
+    Endpoint* endpoint = transports[rank]->endpoint(peer);
+    ASSERT_TRUE(endpoint->combine_on_receive());
+    std::vector<std::vector<uint8_t>> sends, plain;
+    std::vector<std::unique_ptr<AddingCombiner>> combiners(sizes.size());
+    std::vector<TransferRequest> requests;
+    requests.reserve(2 * sizes.size());
+    std::vector<TransferRequest*> pending;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      sends.emplace_back(sizes[k]);
+      FillPattern(&sends.back(), rank, peer, k);
+      plain.emplace_back(sizes[k], 0xee);
+      requests.push_back(Request(sends.back().data(), sizes[k], 100 + k));
+      ASSERT_TRUE(endpoint->PostSend(&requests.back()).ok());
+      pending.push_back(&requests.back());
+      if (k % 2 == 0) {
+        combiners[k] = std::make_unique<AddingCombiner>(sizes[k], static_cast<uint8_t>(k));
+        requests.push_back(combiners[k]->Receive(100 + k));
+      } else {
+        requests.push_back(Request(plain.back().data(), sizes[k], 100 + k));
+      }
+      ASSERT_TRUE(endpoint->PostRecv(&requests.back()).ok());
+      pending.push_back(&requests.back());
+    }
+    Status status = WaitAll(transports[rank].get(), pending);
+    ASSERT_TRUE(status.ok()) << "rank " << rank << ": " << status.message();
+    const shm::PullMethod method = AsShm(transports[rank])->pull_method(peer);
+    uint64_t combined = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      if (combiners[k] == nullptr) {
+        EXPECT_EQ(CountWrong(plain[k], peer, rank, k), 0u) << "rank " << rank << " size " << sizes[k];
+        continue;
+      }
+      ++combined;
+      const size_t max_piece = MaxCombinePiece(sizes[k], method, path != Path::kRing, piece_bytes);
+      EXPECT_EQ(combiners[k]->Check(peer, rank, k, max_piece), "") << "rank " << rank << " size " << sizes[k];
+      if (path == Path::kMemcpy && sizes[k] >= shm::kSingleCopyThreshold) {
+        EXPECT_EQ(combiners[k]->pieces(), 1u) << "threads combine straight from the sender's buffer";
+      }
+    }
+    EXPECT_EQ(AsShm(transports[rank])->stats().combined_messages, combined) << "rank " << rank;
+  });
+}
+
+const std::vector<size_t> kCombineSizes = {0,          1,       63,          4096,    65535, 65536,
+                                           65536 + 64, 1 << 20, (1 << 20) + 3, 200000, 64 * 1000 * 3 + 8};
+
+class ShmCombineTest : public ::testing::TestWithParam<Path> {};
+
+TEST_P(ShmCombineTest, CombinesEverySizeInAlignedPieces) {
+  // 64000: piece boundaries fall off every power of two.
+  ExchangeCombining(GetParam(), kCombineSizes, 64 * 1000);
+}
+
+TEST_P(ShmCombineTest, CombinesWithTinyPieces) { ExchangeCombining(GetParam(), {4096, 65536 + 200, 1 << 20}, 64); }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ShmCombineTest, ::testing::Values(Path::kMemcpy, Path::kCma, Path::kRing),
+                         [](const auto& info) { return PathName(info.param); });
+
+TEST(ShmTransportTest, CapabilitiesAdvertiseCombining) {
+  auto transports = ConnectedMesh(2);
+  ASSERT_EQ(transports.size(), 2u);
+  EXPECT_TRUE(transports[0]->capabilities().combine_on_receive);
+}
+
+TEST(ShmTransportTest, RejectsUnalignedCombinePieces) {
+  std::unique_ptr<Transport> transport;
+  ShmTuning tuning;
+  tuning.combine_piece_bytes = 1000;
+  Status status = CreateShmTransport(Options(0, 1), &transport, tuning);
+  EXPECT_EQ(status.code(), chorusInvalidArgument) << status.message();
+  EXPECT_NE(status.message().find("combine_piece_bytes"), std::string::npos) << status.message();
+}
+
 // Rank 0 sends (tag 7, 16 bytes); rank 1 expects `recv_tag` / `recv_bytes`.
 Status MismatchedReceive(uint64_t recv_tag, size_t recv_bytes) {
   auto transports = ConnectedMesh(2);
@@ -197,6 +279,32 @@ TEST(ShmTransportTest, LengthMismatchNamesThePeer) {
   EXPECT_NE(status.message().find("peer 0 (pid"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("32 bytes"), std::string::npos) << status.message();
 }
+
+// A combining receive that does not match is reported like a plain one and
+// combines nothing.
+class ShmCombineMismatchTest : public ::testing::TestWithParam<Path> {};
+
+TEST_P(ShmCombineMismatchTest, MismatchIsReportedAndNothingIsCombined) {
+  for (size_t sent : {size_t{16}, size_t{1} << 20}) {
+    auto transports = ConnectedMesh(2, TuningFor(GetParam()));
+    ASSERT_EQ(transports.size(), 2u);
+    std::vector<uint8_t> out(sent, 1);
+    AddingCombiner combiner(sent + 64, 3);
+    TransferRequest send = Request(out.data(), out.size(), 7);
+    TransferRequest recv = combiner.Receive(7);
+    ASSERT_TRUE(transports[0]->endpoint(1)->PostSend(&send).ok());
+    ASSERT_TRUE(transports[1]->endpoint(0)->PostRecv(&recv).ok());
+    ASSERT_TRUE(transports[0]->Progress(0).ok());
+    Status status = WaitAll(transports[1].get(), {&recv}, 2000);
+    EXPECT_EQ(status.code(), chorusInternalError) << status.message();
+    EXPECT_NE(status.message().find("peer 0 (pid"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find(StrCat(sent + 64, " bytes")), std::string::npos) << status.message();
+    EXPECT_TRUE(combiner.untouched());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ShmCombineMismatchTest, ::testing::Values(Path::kMemcpy, Path::kCma, Path::kRing),
+                         [](const auto& info) { return PathName(info.param); });
 
 TEST(ShmTransportTest, PeerShutdownFailsPendingReceiveWithinOneSecond) {
   auto transports = ConnectedMesh(2);

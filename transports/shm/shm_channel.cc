@@ -11,6 +11,8 @@
 namespace chorus {
 namespace shm {
 
+static_assert(kMaxRecordPayload % kCombinePieceAlign == 0, "eager records must keep combiner pieces aligned");
+
 void RequestQueue::Push(TransferRequest* request) {
   request->next = nullptr;
   if (tail_ == nullptr) {
@@ -101,7 +103,7 @@ void ShmOutbound::Pump(bool* progressed) {
 }
 
 ShmInbound::ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* sender, PullMethod method,
-                       pid_t sender_pid, std::string peer_label, ShmStats* stats)
+                       pid_t sender_pid, std::string peer_label, ShmStats* stats, const BounceBuffer* bounce)
     : control_(control),
       ring_(ring),
       ring_bytes_(ring_bytes),
@@ -109,7 +111,8 @@ ShmInbound::ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, S
       method_(method),
       sender_pid_(sender_pid),
       peer_label_(std::move(peer_label)),
-      stats_(stats) {}
+      stats_(stats),
+      bounce_(bounce) {}
 
 void ShmInbound::Push(TransferRequest* request) {
   request->done = false;
@@ -146,25 +149,62 @@ Status ShmInbound::Pull(uint64_t source_address, TransferRequest* request) {
 }
 
 Status ShmInbound::Copy(uint64_t source_address, TransferRequest* request) {
+  const auto* source = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(source_address));
   if (method_ == PullMethod::kMemcpy) {
-    std::memcpy(request->buffer, reinterpret_cast<const void*>(static_cast<uintptr_t>(source_address)), request->bytes);
+    // Same process: combine straight out of the sender's buffer, one pass.
+    Deliver(request, source, request->bytes);
     ++stats_->memcpy_pulls;
+    if (request->combine != nullptr) ++stats_->combined_messages;
     return Status::Ok();
   }
-  auto* destination = static_cast<uint8_t*>(request->buffer);
-  size_t copied = 0;
-  while (copied < request->bytes) {
-    iovec local = {destination + copied, request->bytes - copied};
-    iovec remote = {reinterpret_cast<void*>(static_cast<uintptr_t>(source_address + copied)), request->bytes - copied};
-    const ssize_t got = ::process_vm_readv(sender_pid_, &local, 1, &remote, 1, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0 && errno == ESRCH) return RemoteError(peer_label_, " died");
-    if (got < 0) return ErrnoError(errno, StrCat(peer_label_, ": process_vm_readv of ", request->bytes, " bytes"));
-    if (got == 0) return Corrupt("process_vm_readv made no progress");
-    copied += static_cast<size_t>(got);
+  if (request->combine != nullptr) {
+    CHORUS_RETURN_IF_ERROR(CombinePieces(source_address, request));
+  } else {
+    CHORUS_RETURN_IF_ERROR(ReadRemote(source_address, request->buffer, request->bytes));
   }
   ++stats_->cma_pulls;
   return Status::Ok();
+}
+
+// Another process: read a cache-sized piece, combine it while it is hot.
+Status ShmInbound::CombinePieces(uint64_t source_address, TransferRequest* request) {
+  if (bounce_ == nullptr || bounce_->bytes == 0) return InternalError(peer_label_, ": no bounce buffer to combine in");
+  size_t done = 0;
+  while (done < request->bytes) {
+    const size_t piece = std::min(bounce_->bytes, request->bytes - done);
+    CHORUS_RETURN_IF_ERROR(ReadRemote(source_address + done, bounce_->data, piece));
+    request->combine->fn(request->combine->context, done, bounce_->data, piece);
+    done += piece;
+  }
+  ++stats_->combined_messages;
+  return Status::Ok();
+}
+
+Status ShmInbound::ReadRemote(uint64_t source_address, void* destination, size_t bytes) {
+  auto* local_bytes = static_cast<uint8_t*>(destination);
+  size_t copied = 0;
+  while (copied < bytes) {
+    iovec local = {local_bytes + copied, bytes - copied};
+    iovec remote = {reinterpret_cast<void*>(static_cast<uintptr_t>(source_address + copied)), bytes - copied};
+    const ssize_t got = ::process_vm_readv(sender_pid_, &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno == ESRCH) return RemoteError(peer_label_, " died");
+    if (got < 0) return ErrnoError(errno, StrCat(peer_label_, ": process_vm_readv of ", bytes, " bytes"));
+    if (got == 0) return Corrupt("process_vm_readv made no progress");
+    copied += static_cast<size_t>(got);
+  }
+  return Status::Ok();
+}
+
+// Payload bytes [progress, progress + bytes) of `request`, readable here:
+// copied into its buffer, or handed to its combiner.
+void ShmInbound::Deliver(TransferRequest* request, const uint8_t* payload, size_t bytes) {
+  if (bytes == 0) return;
+  if (request->combine != nullptr) {
+    request->combine->fn(request->combine->context, request->progress, payload, bytes);
+  } else {
+    std::memcpy(static_cast<uint8_t*>(request->buffer) + request->progress, payload, bytes);
+  }
 }
 
 Status ShmInbound::ConsumeRecord(const RecordHeader& record, size_t position, size_t available, size_t* record_bytes) {
@@ -199,13 +239,15 @@ Status ShmInbound::ConsumeRecord(const RecordHeader& record, size_t position, si
       position + *record_bytes > ring_bytes_) {
     return Corrupt(StrCat("record of ", chunk, " bytes does not fit"));
   }
-  if (chunk > 0) {
-    std::memcpy(static_cast<uint8_t*>(request->buffer) + request->progress, ring_ + position + sizeof(RecordHeader),
-                chunk);
+  // Senders fill records but the last, so combiner pieces stay aligned.
+  if (request->combine != nullptr && chunk % kCombinePieceAlign != 0 && request->progress + chunk != request->bytes) {
+    return Corrupt(StrCat("unaligned record of ", chunk, " bytes inside a message"));
   }
+  Deliver(request, ring_ + position + sizeof(RecordHeader), chunk);
   request->progress += chunk;
   if (request->progress == request->bytes) {
     ++stats_->eager_messages;
+    if (request->combine != nullptr) ++stats_->combined_messages;
     Complete();
   }
   return Status::Ok();

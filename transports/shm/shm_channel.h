@@ -30,6 +30,15 @@ struct ShmStats {
   uint64_t eager_messages = 0;
   uint64_t memcpy_pulls = 0;
   uint64_t cma_pulls = 0;
+  uint64_t combined_messages = 0;  // of the above, received by a combining request
+};
+
+// Where a receiver lands the pieces of a message it pulls from another
+// process and combines: small enough to stay in L1/L2 between the read and
+// the combine. One per transport (one thread pumps at a time).
+struct BounceBuffer {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;  // a multiple of kCombinePieceAlign
 };
 
 // A FIFO of requests linked through TransferRequest::next.
@@ -76,9 +85,10 @@ class ShmOutbound {
 class ShmInbound {
  public:
   // `ring` lives in our segment; `sender` is the header of the sender's
-  // segment (woken when ring space frees up).
+  // segment (woken when ring space frees up). `bounce` is needed when
+  // `method` is kCma.
   ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* sender, PullMethod method,
-             pid_t sender_pid, std::string peer_label, ShmStats* stats);
+             pid_t sender_pid, std::string peer_label, ShmStats* stats, const BounceBuffer* bounce);
 
   void Push(TransferRequest* request);
   bool idle() const { return recvs_.empty(); }
@@ -92,6 +102,9 @@ class ShmInbound {
   Status CheckMatch(const RecordHeader& record, const TransferRequest& request) const;
   Status Pull(uint64_t source_address, TransferRequest* request);
   Status Copy(uint64_t source_address, TransferRequest* request);
+  Status CombinePieces(uint64_t source_address, TransferRequest* request);
+  Status ReadRemote(uint64_t source_address, void* destination, size_t bytes);
+  void Deliver(TransferRequest* request, const uint8_t* payload, size_t bytes);
   Status Corrupt(const std::string& what) const;
   void Complete();
 
@@ -103,6 +116,7 @@ class ShmInbound {
   pid_t sender_pid_;
   std::string peer_label_;
   ShmStats* stats_;
+  const BounceBuffer* bounce_;
   uint64_t tail_ = 0;
   uint64_t cached_head_ = 0;
   RequestQueue recvs_;  // front's `lane` is 1 once its first record arrived

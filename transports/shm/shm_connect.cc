@@ -76,6 +76,7 @@ Status ShmTransport::MapPeer(int rank, const std::string& address, std::unique_p
 shm::PullMethod ShmTransport::ProbePull(const Peer& peer) const {
   if (!tuning_.single_copy) return shm::PullMethod::kNone;
   if (peer.pid == pid_ && !tuning_.cma_within_process) return shm::PullMethod::kMemcpy;
+  if (peer.pid != pid_ && !tuning_.pull_from_processes) return shm::PullMethod::kNone;
   uint8_t probe[sizeof(shm::SegmentHeader::magic) * 4] = {};
   iovec local = {probe, sizeof(probe)};
   iovec remote = {reinterpret_cast<void*>(static_cast<uintptr_t>(peer.header()->owner_view_address)), sizeof(probe)};
@@ -160,6 +161,11 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
   CHORUS_RETURN_IF_ERROR(VerifySenders(peers));
 
   for (auto& peer : peers) {
+    if (peer == nullptr || peer->pull_method != shm::PullMethod::kCma || !bounce_storage_.empty()) continue;
+    bounce_storage_.resize(tuning_.combine_piece_bytes / shm::kCacheLine);
+    bounce_ = {bounce_storage_.front().bytes, tuning_.combine_piece_bytes};
+  }
+  for (auto& peer : peers) {
     if (peer == nullptr) continue;
     const int rank = peer->endpoint.peer();
     void* theirs = peer->segment->data();
@@ -172,7 +178,7 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
     peer->inbound = std::make_unique<shm::ShmInbound>(shm::RingControlOf(segment_->data(), tuning_.ring_bytes, rank),
                                                       shm::RingDataOf(segment_->data(), tuning_.ring_bytes, rank),
                                                       tuning_.ring_bytes, peer->header(), peer->pull_method, peer->pid,
-                                                      peer->label, &stats_);
+                                                      peer->label, &stats_, &bounce_);
   }
   std::lock_guard<std::mutex> lock(shutdown_mutex_);
   if (shut_down_.load()) return InvalidUsage("shm transport shut down while connecting");

@@ -26,7 +26,20 @@ constexpr size_t kSingleCopyThreshold = 64 << 10;
 // Eager messages travel in records of at most this payload, so the receiver
 // starts copying before the sender has written the whole message.
 constexpr size_t kMaxRecordPayload = 64 << 10;
-constexpr size_t kDefaultRingBytes = 256 << 10;
+// Ring per sender: 1 MiB (a whole 512 KiB executor chunk and the next one
+// fit, so sender and receiver rarely wait on each other) while the segment
+// stays small, shrinking to 256 KiB for many ranks (at most 16 MiB of rings).
+constexpr size_t kMaxRingBytes = 1 << 20;
+constexpr size_t kMinRingBytes = 256 << 10;
+constexpr size_t kRingBudgetBytes = 16 << 20;
+inline size_t AutoRingBytes(int nranks) {
+  const size_t share = kRingBudgetBytes / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 64 * 64;
+  return share > kMaxRingBytes ? kMaxRingBytes : share < kMinRingBytes ? kMinRingBytes : share;
+}
+// Pieces in which a receiver reads and combines a message pulled from
+// another process (ShmTuning::combine_piece_bytes): process_vm_readv costs
+// per call, so pieces are large; 256 KiB still sits in L2.
+constexpr size_t kDefaultCombinePieceBytes = 256 << 10;
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
               "shared-memory atomics must be address-free");

@@ -19,6 +19,7 @@ class ShmTransport::ShmEndpoint : public Endpoint {
   int peer() const override { return peer_; }
   Status PostSend(TransferRequest* request) override { return transport_->Post(peer_, request, true); }
   Status PostRecv(TransferRequest* request) override { return transport_->Post(peer_, request, false); }
+  bool combine_on_receive() const override { return true; }
 
  private:
   ShmTransport* transport_;

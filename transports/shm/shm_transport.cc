@@ -58,7 +58,9 @@ bool ProcessGone(pid_t pid) {
 }  // namespace
 
 Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport,
-                          const ShmTuning& tuning) {
+                          const ShmTuning& requested) {
+  ShmTuning tuning = requested;
+  if (tuning.ring_bytes == 0) tuning.ring_bytes = shm::AutoRingBytes(options.nranks);
   if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
     return InvalidArgument("shm transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");
   }
@@ -66,6 +68,10 @@ Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Trans
   if (tuning.ring_bytes < min_ring || tuning.ring_bytes % shm::kCacheLine != 0) {
     return InvalidArgument("shm transport: ring_bytes must be a multiple of 64 and at least ", min_ring, ", got ",
                            tuning.ring_bytes);
+  }
+  if (tuning.combine_piece_bytes == 0 || tuning.combine_piece_bytes % kCombinePieceAlign != 0) {
+    return InvalidArgument("shm transport: combine_piece_bytes must be a positive multiple of ", kCombinePieceAlign,
+                           ", got ", tuning.combine_piece_bytes);
   }
   std::unique_ptr<ShmTransport> created(new ShmTransport(options, tuning));
   CHORUS_RETURN_IF_ERROR(created->CreateSegment());
@@ -81,6 +87,7 @@ ShmTransport::~ShmTransport() { Shutdown(); }
 TransportCapabilities ShmTransport::capabilities() const {
   TransportCapabilities capabilities;
   capabilities.same_host_only = true;
+  capabilities.combine_on_receive = true;
   return capabilities;
 }
 
@@ -166,7 +173,11 @@ Status ShmTransport::CheckPeers() {
       if (!peer->idle()) return Fail(RemoteError(peer->label, " shut down its shm transport with requests pending"));
     }
     if (check_liveness && peer->pid != pid_ && ProcessGone(peer->pid)) {
-      return Fail(RemoteError(peer->label, " died"));
+      // What it did before exiting (consume our last records) still counts:
+      // a peer that finished and exited is not a failure.
+      bool progressed = false;
+      CHORUS_RETURN_IF_ERROR(PumpPeer(*peer, &progressed));
+      if (!peer->idle()) return Fail(RemoteError(peer->label, " died"));
     }
   }
   return Status::Ok();

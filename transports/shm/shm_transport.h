@@ -4,13 +4,18 @@
 // Each rank creates one segment holding an inbound single-producer/single-
 // consumer ring per sender (see shm_layout.h). Small messages are copied
 // through the ring; messages of kSingleCopyThreshold bytes or more are
-// pulled by the receiver straight from the sender's buffer (memcpy between
-// threads, process_vm_readv between processes) when the receiver proved at
-// Connect that it can, else they are chunked through the ring too.
+// pulled by the receiver straight from the sender's buffer between threads
+// (memcpy), and between processes with process_vm_readv when
+// ShmTuning::pull_from_processes is set and the receiver proved at Connect
+// that it can; else they are chunked through the ring too.
 //
 // Set-up is authenticated both ways with the communicator secret, and each
 // segment's name is unlinked as soon as all peers mapped it, so nothing is
 // left in /dev/shm even when a process is killed later.
+//
+// Every endpoint combines on receipt (TransferRequest::combine): from the
+// ring record, straight from the sender's buffer between threads, or piece
+// by piece through a bounce buffer when pulling from another process.
 //
 // Waiting (Progress with a timeout) spins briefly, then yields, then sleeps
 // on a futex word in our own segment that peers bump when they give us
@@ -40,11 +45,21 @@ namespace chorus {
 
 // Knobs beyond TransportOptions, mainly for tests.
 struct ShmTuning {
-  bool single_copy = true;                     // false: every message is copied through the ring
-  bool cma_within_process = false;             // use process_vm_readv even between threads of one process
-  size_t ring_bytes = shm::kDefaultRingBytes;  // per sender; multiple of 64, >= 2 records
+  bool single_copy = true;          // false: every message is copied through the ring
+  bool cma_within_process = false;  // use process_vm_readv even between threads of one process
+  // Pull large messages from peers in other processes with process_vm_readv.
+  // Off: they come through the ring, which measured faster on the project's
+  // VM (the kernel copy pins pages; two user-space copies on two cores, or
+  // one copy and a combine from the ring, are cheaper; docs/performance.md).
+  bool pull_from_processes = false;
+  // Per sender; multiple of 64, >= 2 records. 0: shm::AutoRingBytes(nranks).
+  size_t ring_bytes = 0;
   // Messages this large are pulled single-copy when the receiver can.
   size_t single_copy_min_bytes = shm::kSingleCopyThreshold;
+  // Combining receives pulled from another process (pull_from_processes)
+  // are read in pieces of this size (a multiple of 64) into a bounce buffer
+  // and combined from there.
+  size_t combine_piece_bytes = shm::kDefaultCombinePieceBytes;
 };
 
 // Creates this rank's segment; LocalAddress() names it.
@@ -105,6 +120,12 @@ class ShmTransport : public Transport {
   std::vector<Peer*> connected_peers_;
   bool connected_ = false;
   shm::ShmStats stats_;
+  // Combining CMA pulls land here; allocated at Connect when some peer needs it.
+  struct alignas(shm::kCacheLine) CacheLine {
+    uint8_t bytes[shm::kCacheLine];
+  };
+  std::vector<CacheLine> bounce_storage_;
+  shm::BounceBuffer bounce_;
   Clock::time_point next_liveness_check_ = {};
   Status error_;
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the peers
