@@ -139,6 +139,7 @@ Builder FindBuilder(Algorithm algo, Collective coll) {
       {Algorithm::kDirect, Collective::kAllReduce, BuildDirectAllReduce},
       {Algorithm::kDirect, Collective::kReduceScatter, BuildDirectReduceScatter},
       {Algorithm::kDirect, Collective::kAllGather, BuildDirectAllGather},
+      {Algorithm::kOneShot, Collective::kAllReduce, BuildOneShotAllReduce},
   };
   for (const Entry& entry : kBuilders) {
     if (entry.algo == algo && entry.coll == coll) return entry.build;
@@ -172,6 +173,8 @@ const char* AlgorithmName(Algorithm algo) {
       return "hier_sliced";
     case Algorithm::kDirect:
       return "direct";
+    case Algorithm::kOneShot:
+      return "oneshot";
     case Algorithm::kCount:
       break;
   }
@@ -193,7 +196,7 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     Algorithm algo;
     if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
       return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec,
-                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree, chain, hier, hier_sliced or direct)");
+                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree, chain, hier, hier_sliced, direct or oneshot)");
     }
     if (colon == std::string::npos) {
       // A bare name applies to every collective that has such a builder.
@@ -229,6 +232,7 @@ bool Supports(Algorithm algo, Collective coll) {
     case Algorithm::kHalvingDoubling:
     case Algorithm::kHierarchical:
     case Algorithm::kHierarchicalSliced:
+    case Algorithm::kOneShot:
       return coll == Collective::kAllReduce;
     case Algorithm::kChain:
       return coll == Collective::kBroadcast || coll == Collective::kReduce;

@@ -23,6 +23,7 @@ enum class Algorithm : uint8_t {
   kHierarchical,            // "hier": host-local trees + ring among host leaders
   kHierarchicalSliced,      // "hier_sliced": host-local rings + per-slice rings across hosts
   kDirect,                  // "direct": every rank exchanges its slices with every peer itself
+  kOneShot,                 // "oneshot": every rank sends its whole buffer to every peer, reduces locally
   kCount                    // number of values (not an algorithm)
 };
 
@@ -36,14 +37,14 @@ struct AlgorithmTable {
 // Parses NCCL-style CHORUS_ALGO: a bare name such as "ring" or "dbtree"
 // (applies to every collective that supports it) or per-collective entries
 // "allreduce:hd;broadcast:chain". Names: auto, ring, tree, ps, ps_sharded,
-// hd, dbtree, chain, hier, hier_sliced, direct ('_' and '-' and case are
+// hd, dbtree, chain, hier, hier_sliced, direct, oneshot ('_' and '-' and case are
 // ignored). Unknown names -> InvalidArgument.
 Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table);
 
 // True when `algo` has a builder for `coll`: ring: all; tree, ps, dbtree:
 // AllReduce, Broadcast, Reduce; ps_sharded, hd, hier, hier_sliced:
 // AllReduce; chain: Broadcast, Reduce; direct: AllReduce, ReduceScatter,
-// AllGather.
+// AllGather; oneshot: AllReduce.
 bool Supports(Algorithm algo, Collective coll);
 
 // Resolves kAuto and unsupported forced choices with a size-based default

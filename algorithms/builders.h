@@ -46,5 +46,6 @@ Status BuildHierarchicalSlicedAllReduce(const CollectiveArgs& args, Schedule* ou
 Status BuildDirectAllReduce(const CollectiveArgs& args, Schedule* out);
 Status BuildDirectReduceScatter(const CollectiveArgs& args, Schedule* out);
 Status BuildDirectAllGather(const CollectiveArgs& args, Schedule* out);
+Status BuildOneShotAllReduce(const CollectiveArgs& args, Schedule* out);
 
 }  // namespace chorus

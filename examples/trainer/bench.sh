@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the reference trainer's targets (docs/trainer.md, "Targets") and
+# Reproduces the reference trainer's targets (docs/trainer.md, "The issue's targets") and
 # writes a results table and accuracy-vs-time plots.
 #
 #   examples/trainer/bench.sh [--quick] [--epochs N] [--only a,b,c,d]
@@ -18,7 +18,8 @@
 # training and 2,000 test images, 40 cluster steps (checks the pipeline; its
 # accuracies do not meet the targets). Runs one job at a time. Writes
 # OUT/results.md (the table), OUT/*.csv (per run), OUT/*.log,
-# OUT/ranks.png and OUT/modes.png. Exit status 0 even when a target is
+# OUT/ranks.png and OUT/modes.png (defaults: --build <repo>/build, --out
+# bench-trainer). Exit status 0 even when a target is
 # missed (the table says so); 1 when a run fails.
 set -uo pipefail
 
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift ;;
     --out) out=$2; shift ;;
     --cluster-steps) cluster_steps=$2; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench: unknown option '$1' (--help)" >&2; exit 2 ;;
   esac
   shift
@@ -160,7 +161,7 @@ if want d; then
     ratio=$(awk "BEGIN { printf \"%.1f\", $gf / $gc }")
     lf=$(link_mb "$out/lion-f32.log") lc=$(link_mb "$out/lion-cub.log")
     row "(d) lion-cub >= 25x fewer gradient bytes than float32 Lion" "lion-f32, lion-cub" \
-        "$((gf / 1000000)) vs $((gc / 1000000)) MB per rank: ${ratio}x (all link bytes incl. momentum sync and TCP: $lf vs $lc MB, $(awk "BEGIN { printf \"%.1f\", $lf / $lc }")x)" \
+        "$(awk "BEGIN { printf \"%.2f vs %.2f\", $gf / 1e6, $gc / 1e6 }") MB per rank: ${ratio}x (all link bytes incl. momentum sync and TCP: $lf vs $lc MB, $(awk "BEGIN { printf \"%.1f\", $lf / $lc }")x)" \
         "$(verdict "$ratio >= 25")"
     mf=$(step_ms "$out/lion-f32.csv") mc=$(step_ms "$out/lion-cub.csv")
     row "(d) lion-cub step >= 2x shorter than float32 Lion" "lion-f32, lion-cub (batch $cluster_batch)" \

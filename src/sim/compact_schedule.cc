@@ -13,7 +13,8 @@ bool IsTransfer(StepKind kind) {
 
 bool SameStep(const CompactStep& a, const CompactStep& b) {
   return a.kind == b.kind && a.relative_peer == b.relative_peer && a.bytes == b.bytes && a.chunks == b.chunks &&
-         a.first_chunk == b.first_chunk && a.send_ordinal == b.send_ordinal && a.deps_begin == b.deps_begin && a.deps_end == b.deps_end &&
+         a.first_chunk == b.first_chunk && a.send_ordinal == b.send_ordinal && a.channel == b.channel &&
+         a.deps_begin == b.deps_begin && a.deps_end == b.deps_end &&
          a.dependents_begin == b.dependents_begin && a.dependents_end == b.dependents_end;
 }
 
@@ -43,7 +44,7 @@ bool CompactSchedule::operator==(const CompactSchedule& other) const {
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!SameStep(steps[i], other.steps[i])) return false;
   }
-  // dependents and receives_by_peer follow from steps and deps.
+  // dependents and the channels follow from steps and deps.
   return true;
 }
 
@@ -54,7 +55,8 @@ CompactSchedule Compact(const Schedule& schedule, int rank, int nranks, size_t c
   out.steps.resize(schedule.steps.size());
 
   std::vector<uint32_t> dependent_count(schedule.steps.size(), 0);
-  std::unordered_map<int32_t, uint32_t> send_chunks_by_peer;
+  std::unordered_map<int32_t, uint32_t> send_channel_of;
+  std::vector<uint32_t> send_chunks;  // per send channel
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const Step& step = schedule.steps[i];
     CompactStep& compact = out.steps[i];
@@ -62,14 +64,27 @@ CompactSchedule Compact(const Schedule& schedule, int rank, int nranks, size_t c
     compact.bytes = step.bytes;
     if (IsTransfer(step.kind)) {
       compact.relative_peer = ((step.peer - rank) % nranks + nranks) % nranks;
-      if (step.kind != StepKind::kSend) out.receives_by_peer[compact.relative_peer].push_back(static_cast<uint32_t>(i));
+      if (step.kind == StepKind::kSend) {
+        auto [it, added] = send_channel_of.emplace(compact.relative_peer, static_cast<uint32_t>(out.send_peers.size()));
+        if (added) {
+          out.send_peers.push_back(compact.relative_peer);
+          send_chunks.push_back(0);
+        }
+        compact.channel = it->second;
+      } else {
+        auto [it, added] =
+            out.recv_channel_of.emplace(compact.relative_peer, static_cast<uint32_t>(out.recv_channels.size()));
+        if (added) out.recv_channels.push_back({compact.relative_peer, {}});
+        compact.channel = it->second;
+        out.recv_channels[it->second].steps.push_back(static_cast<uint32_t>(i));
+      }
     }
     compact.chunks = out.chunk_bytes == 0 || step.bytes == 0
                          ? 1
                          : static_cast<uint32_t>((step.bytes + out.chunk_bytes - 1) / out.chunk_bytes);
     compact.first_chunk = out.total_chunks;
     if (step.kind == StepKind::kSend) {
-      uint32_t& sent = send_chunks_by_peer[compact.relative_peer];
+      uint32_t& sent = send_chunks[compact.channel];
       compact.send_ordinal = sent;
       sent += compact.chunks;
     }

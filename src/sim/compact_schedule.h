@@ -22,6 +22,7 @@ struct CompactStep {
   uint32_t chunks = 1;        // at least 1, even for an empty step
   uint32_t first_chunk = 0;   // index of chunk 0 among all chunks of the schedule
   uint32_t send_ordinal = 0;  // sends: chunk 0's position among chunks sent to this peer
+  uint32_t channel = 0;       // sends: index into send_peers; receives: into recv_channels
   uint32_t deps_begin = 0, deps_end = 0;              // into CompactSchedule::deps
   uint32_t dependents_begin = 0, dependents_end = 0;  // into CompactSchedule::dependents
 };
@@ -32,8 +33,15 @@ struct CompactSchedule {
   std::vector<uint32_t> dependents;
   uint32_t total_chunks = 0;
   uint64_t chunk_bytes = 0;  // 0: one chunk per step
+  // The relative peers this rank sends to, in order of first send.
+  std::vector<int32_t> send_peers;
   // Receive steps from each relative peer, in step order (per-pair FIFO).
-  std::unordered_map<int32_t, std::vector<uint32_t>> receives_by_peer;
+  struct RecvChannel {
+    int32_t relative_peer = 0;
+    std::vector<uint32_t> steps;
+  };
+  std::vector<RecvChannel> recv_channels;
+  std::unordered_map<int32_t, uint32_t> recv_channel_of;  // relative peer -> index
 
   uint64_t ChunkBytes(const CompactStep& step, uint32_t chunk) const {
     if (chunk_bytes == 0 || step.chunks == 1) return step.bytes;

@@ -58,26 +58,40 @@ bool RingTime(Collective coll, double p, double n, const CostParams& c, double* 
   }
 }
 
-// Binomial tree, L = ceil(log2 p) levels. The root (and the heaviest inner
-// node) moves L blocks through one port, so a pipeline advances one chunk
-// every L * chunk * beta once it is full; when it also reduces, every chunk
-// costs beta + gamma, because the rank that receives a chunk reduces it on
-// the same progress thread (the ring's closed form adds its gamma alike).
+// Binomial tree, L = ceil(log2 p) levels, on full-duplex ports shared
+// fairly. A node posts the sends to all its children at once, so in a
+// broadcast a chunk leaves a node with j children after j chunk times: the
+// first chunk reaches the deepest leaf after L + (L-1) + ... + 1 =
+// L(L+1)/2 chunk times. After it, the root's port (L chunks per chunk)
+// sets the pace: one chunk every L chunk times. A reduction's children
+// finish their subtrees one after the other, so whole steps cross a level
+// in one step time; once pipelined, the children's streams overlap and the
+// way up fills like the broadcast's way down. The blend between the two,
+// full from 4 chunks on, is fitted to the replay (docs/simulator.md).
 bool TreeTime(Collective coll, double p, double n, const CostParams& c, double* t) {
   const double a = c.alpha_s, b = c.beta_s_per_byte, g = c.gamma_s_per_byte;
   const double levels = CeilLog2(static_cast<int>(p));
   const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
   const double x = pipe.chunk;
-  const double drain = (pipe.chunks - 1) * levels * x;
+  const double fanout = levels * (levels + 1) / 2;  // chunk times to the deepest leaf
+  const double overlap = std::min(1.0, (pipe.chunks - 1) / 3);
+  const double up = levels + (fanout - levels) * overlap;  // chunk times to the root
+  // Steady state: the executor reduces a chunk on the thread that received
+  // it, so a reducing pipeline pays gamma per chunk too (the replay, which
+  // overlaps reductions with transfers, is up to gamma/beta faster).
+  const double steady = (pipe.chunks - 1) * levels * x * b;
+  const double steady_reducing = (pipe.chunks - 1) * levels * x * (b + g);
+  const double broadcast = levels * a + fanout * x * b;
+  const double reduce = levels * (a + x * g) + up * x * b;
   switch (coll) {
     case Collective::kBroadcast:
-      *t = levels * (a + x * b) + drain * b;
+      *t = broadcast + steady;
       return true;
     case Collective::kReduce:
-      *t = levels * (a + x * (b + g)) + drain * (b + g);
+      *t = reduce + steady_reducing;
       return true;
-    case Collective::kAllReduce:
-      *t = levels * (a + x * (b + g)) + levels * (a + x * b) + drain * (b + g);
+    case Collective::kAllReduce:  // up and down stream at once, on the two directions of the ports
+      *t = reduce + broadcast + steady_reducing;
       return true;
     default:
       return false;
@@ -132,6 +146,17 @@ bool DirectTime(Collective coll, double p, double n, const CostParams& c, double
   }
 }
 
+// One-shot: one round in which every rank sends its whole buffer to every
+// peer (the busiest port carries p-1 buffers, or its host NIC the cross-host
+// buffers of all `local` ranks), then p-1 local folds of the whole buffer.
+double OneShotTime(double p, double n, const CostParams& c) {
+  const Placement where = PlacementOf(static_cast<int>(p), c);
+  const double local = std::min(where.local, p);
+  const double rank_port = (local - 1) * where.intra.beta_s_per_byte + (p - local) * c.beta_s_per_byte;
+  const double nic = local * (p - local) * c.beta_s_per_byte;
+  return c.alpha_s + (p - 2) * c.overhead_s + n * std::max(rank_port, nic) + (p - 1) * n * c.gamma_s_per_byte;
+}
+
 // hier: tree reduce inside each host, ring allreduce among the H leaders,
 // tree broadcast inside each host; the phases do not overlap.
 double HierarchicalTime(double p, double n, const CostParams& c) {
@@ -164,8 +189,12 @@ double HierarchicalSlicedTime(double p, double n, const CostParams& c) {
     t += 2 * (local - 1) * (in.alpha_s + slice * in.beta_s_per_byte) + (local - 1) * slice * in.gamma_s_per_byte;
   }
   if (where.hosts > 1) {
+    // The `local` rings of a host (one per slice) run at once through its
+    // one NIC: each gets 1/local of it.
+    CostParams shared = where.inter;
+    shared.beta_s_per_byte *= local;
     double ring = 0;
-    RingTime(Collective::kAllReduce, where.hosts, slice, where.inter, &ring);
+    RingTime(Collective::kAllReduce, where.hosts, slice, shared, &ring);
     t += ring;
   }
   return t;
@@ -212,11 +241,23 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
     return false;
   }
   if (Named(algo, "ps")) {
-    *seconds = ParameterServerAllReduceTime(call.nranks, n, c);
+    // FireCaffe's model, but the server's pulls of chunk k overlap its
+    // pushes of chunk k+1: (p-1)(n + x) bytes through its port. It still
+    // reduces (p-1) n on its progress thread (the replay overlaps that).
+    // Whole steps: ParameterServerAllReduceTime.
+    const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
+    *seconds = 2 * (p - 1) * a + (p - 1) * (n + pipe.chunk) * b + (p - 1) * n * g;
   } else if (Named(algo, "ps_sharded")) {  // every rank serves 1/p: p-1 pushes, p-1 pulls of n/p
     *seconds = 2 * (p - 1) * (a + n / p * b) + (p - 1) / p * n * g;
   } else if (Named(algo, "hd")) {  // Rabenseifner
     *seconds = 2 * levels * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g;
+    int pof2 = 1;
+    while (pof2 * 2 <= call.nranks) pof2 *= 2;
+    if (pof2 != call.nranks) {  // p' = pof2 ranks run it; the others fold in first and are handed the result
+      const double q = pof2;
+      *seconds = 2 * (levels - 1) * a + 2 * (q - 1) / q * n * b + (q - 1) / q * n * g;
+      *seconds += 2 * (a + n * b) + n * g;
+    }
   } else if (Named(algo, "dbtree")) {  // two pipelined trees, half the data each
     const Pipeline pipe = PipelineOf(n / 2, c.chunk_bytes);
     *seconds = 2 * levels * (a + pipe.chunk * b) + 2 * n * b + n * g;
@@ -225,6 +266,8 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
     *seconds = 2 * (p - 2 + pipe.chunks) * (a + pipe.chunk * b) + n * g;
   } else if (Named(algo, "hier")) {
     *seconds = HierarchicalTime(p, n, c);
+  } else if (Named(algo, "oneshot")) {
+    *seconds = OneShotTime(p, n, c);
   } else if (Named(algo, "hier_sliced")) {
     *seconds = HierarchicalSlicedTime(p, n, c);
   } else {

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/topology.h"
 #include "sim/bus_bandwidth.h"
 #include "sim/compact_schedule.h"
 #include "sim/replay_engine.h"
@@ -26,16 +27,44 @@ Status Validate(const CollectiveArgs& call, const ClusterModel& cluster) {
   return Status::Ok();
 }
 
+// The smallest shift that maps the cluster onto itself: one rank when
+// every rank is alike (one host, or a rank per host), else one host.
+int ClusterPeriod(const ClusterModel& cluster) { return cluster.hosts > 1 ? cluster.ranks_per_host : 1; }
+
+// Ranks whose schedules must equal their representative's (rank mod
+// period) before the quotient is trusted: both ends, the middle, and a
+// spread of others.
+std::vector<int> SampleRanks(int p, int period) {
+  std::vector<int> samples = {period, 2 * period - 1, p / 3, p / 2, p - 2, p - 1};
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < 10; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    samples.push_back(static_cast<int>((state >> 33) % static_cast<uint64_t>(p)));
+  }
+  std::vector<int> out;
+  for (int rank : samples) {
+    if (rank >= period && rank < p) out.push_back(rank);
+  }
+  return out;
+}
+
 }  // namespace
 
 Status Simulate(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster, const SimOptions& options,
                 SimResult* result) {
   CHORUS_RETURN_IF_ERROR(Validate(call, cluster));
   const int p = call.nranks;
+  Topology hosts;
+  CollectiveArgs base = call;
+  if (base.topology == nullptr && cluster.hosts > 1) {
+    hosts.host_of_rank.resize(static_cast<size_t>(p));
+    for (int rank = 0; rank < p; ++rank) hosts.host_of_rank[rank] = cluster.HostOf(rank);
+    base.topology = &hosts;
+  }
   std::vector<std::shared_ptr<const CompactSchedule>> schedules(static_cast<size_t>(p));
   ScheduleInterner interner;
   auto build = [&](int rank) -> Status {
-    CollectiveArgs args = call;
+    CollectiveArgs args = base;
     args.rank = rank;
     Schedule schedule;
     CHORUS_RETURN_IF_ERROR(BuildSchedule(args, algo, &schedule));
@@ -43,20 +72,20 @@ Status Simulate(const CollectiveArgs& call, Algorithm algo, const ClusterModel& 
     return Status::Ok();
   };
 
-  bool all_built = false;
-  if (options.reuse_symmetric_schedules && p > 8) {
-    CHORUS_RETURN_IF_ERROR(build(0));
-    bool symmetric = true;
-    for (int sample : {1, p / 3, p / 2, p - 1}) {
+  const int period = ClusterPeriod(cluster);
+  bool quotient = false;
+  if (options.reuse_symmetric_schedules && p > 8 && p > period && p % period == 0) {
+    for (int rank = 0; rank < period; ++rank) CHORUS_RETURN_IF_ERROR(build(rank));
+    quotient = true;
+    for (int sample : SampleRanks(p, period)) {
       CHORUS_RETURN_IF_ERROR(build(sample));
-      symmetric = symmetric && schedules[sample] == schedules[0];
-    }
-    if (symmetric) {
-      for (auto& schedule : schedules) schedule = schedules[0];
-      all_built = true;
+      quotient = quotient && schedules[sample] == schedules[sample % period];
+      if (!quotient) break;
     }
   }
-  if (!all_built) {
+  if (quotient) {
+    schedules.resize(static_cast<size_t>(period));
+  } else {
     for (int rank = 0; rank < p; ++rank) {
       if (schedules[rank] == nullptr) CHORUS_RETURN_IF_ERROR(build(rank));
     }
@@ -64,7 +93,7 @@ Status Simulate(const CollectiveArgs& call, Algorithm algo, const ClusterModel& 
 
   SimResult out;
   out.distinct_schedules = interner.distinct();
-  ReplayEngine engine(cluster, std::move(schedules), options.max_inflight_per_peer);
+  ReplayEngine engine(cluster, p, std::move(schedules), options.max_inflight_per_peer);
   CHORUS_RETURN_IF_ERROR(engine.Run(&out));
   if (out.time_s > 0) {
     out.algbw_Bps = NcclTestsBytes(call) / out.time_s;
@@ -88,7 +117,7 @@ Status SimulateSchedules(const std::vector<Schedule>& schedules, const ClusterMo
   }
   SimResult out;
   out.distinct_schedules = interner.distinct();
-  ReplayEngine engine(cluster, std::move(compact), options.max_inflight_per_peer);
+  ReplayEngine engine(cluster, call.nranks, std::move(compact), options.max_inflight_per_peer);
   CHORUS_RETURN_IF_ERROR(engine.Run(&out));
   *result = out;
   return Status::Ok();

@@ -129,6 +129,7 @@ TEST(Supports, PaperAlgorithms) {
   EXPECT_EQ(supported(Algorithm::kChain), (V{Collective::kBroadcast, Collective::kReduce}));
   EXPECT_EQ(supported(Algorithm::kDirect),
             (V{Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}));
+  EXPECT_EQ(supported(Algorithm::kOneShot), V{Collective::kAllReduce});
   EXPECT_TRUE(supported(Algorithm::kCount).empty());
 }
 

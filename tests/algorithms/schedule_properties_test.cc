@@ -151,7 +151,8 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
                         {Collective::kReduce, Algorithm::kChain},
                         {Collective::kAllReduce, Algorithm::kDirect},
                         {Collective::kReduceScatter, Algorithm::kDirect},
-                        {Collective::kAllGather, Algorithm::kDirect}};
+                        {Collective::kAllGather, Algorithm::kDirect},
+                        {Collective::kAllReduce, Algorithm::kOneShot}};
   for (const Case& c : cases) {
     for (int p : {2, 3, 8, 13}) {
       for (bool in_place : {false, true}) {

@@ -47,6 +47,7 @@ const Pair kPairs[] = {
     {Collective::kAllReduce, Algorithm::kDirect},
     {Collective::kReduceScatter, Algorithm::kDirect},
     {Collective::kAllGather, Algorithm::kDirect},
+    {Collective::kAllReduce, Algorithm::kOneShot},
 };
 
 bool Reduces(Collective coll) {
@@ -192,6 +193,7 @@ const Pair kReducingPairs[] = {
     {Collective::kAllReduce, Algorithm::kHierarchicalSliced},
     {Collective::kAllReduce, Algorithm::kDirect},
     {Collective::kReduceScatter, Algorithm::kDirect},
+    {Collective::kAllReduce, Algorithm::kOneShot},
 };
 
 INSTANTIATE_TEST_SUITE_P(Reductions, ReductionSweep,

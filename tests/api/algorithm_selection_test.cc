@@ -92,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, AlgorithmSelectionTest,
                          testing::Values("ring", "tree", "allreduce:tree;broadcast:ring",
                                          "allreduce:ring;broadcast:tree", "ps", "allreduce:ps_sharded",
                                          "allreduce:hd", "dbtree", "broadcast:chain;allreduce:hd",
-                                         "allreduce:hier", "allreduce:hier_sliced", "direct"),
+                                         "allreduce:hier", "allreduce:hier_sliced", "direct",
+                                         "allreduce:oneshot"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            std::string name;
                            for (const char* c = info.param; *c; ++c) {

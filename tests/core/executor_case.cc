@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/executor.h"
+#include "core/transport_mux.h"
 #include "core/workspace.h"
 #include "inproc_transport.h"
 #include "rank_threads.h"
@@ -99,9 +100,32 @@ struct RankSetup {
   std::vector<uint8_t> user_before;  // what the call must not change
 };
 
+// A Transport forwarding to one the fabric owns, so that a mux can hold it.
+class BorrowedTransport : public Transport {
+ public:
+  explicit BorrowedTransport(Transport* inner) : inner_(inner) {}
+  const char* name() const override { return inner_->name(); }
+  TransportCapabilities capabilities() const override { return inner_->capabilities(); }
+  std::string LocalAddress() const override { return inner_->LocalAddress(); }
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override {
+    return inner_->Connect(addresses, deadline);
+  }
+  Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
+  Status Progress(int timeout_ms) override { return inner_->Progress(timeout_ms); }
+  void Wakeup() override { inner_->Wakeup(); }
+  void Shutdown() override { inner_->Shutdown(); }
+
+ private:
+  Transport* inner_;
+};
+
+// kMixed: ranks [0, n/2) are one "host", the rest another.
+bool SameHost(const ExecutorCase& c, int a, int b) { return (a < c.nranks / 2) == (b < c.nranks / 2); }
+
 // Runs `function` per rank over shared-memory transports connected among
-// threads, the way RunRanks does over the in-process fabric. `combined`:
-// receives the transports reduced on receipt, over all ranks.
+// threads, the way RunRanks does over the in-process fabric; for kMixed,
+// through a mux of shm (same "host") and the in-process fabric (the other).
+// `combined`: receives the transports reduced on receipt, over all ranks.
 std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& function, uint64_t* combined) {
   ShmTuning tuning;
   tuning.cma_within_process = c.transport == CaseTransport::kShmCma;
@@ -118,12 +142,26 @@ std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& funct
     if (!results[r].ok()) return results;
     addresses[r] = transports[r]->LocalAddress();
   }
+  InprocFabric fabric(c.nranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < c.nranks; ++r) {
     threads.emplace_back([&, r] {
-      results[r] = transports[r]->Connect(addresses, Deadline::AfterMs(kDeadlineMs));
-      if (results[r].ok()) results[r] = function(r, transports[r].get());
-      if (!results[r].ok()) transports[r]->Shutdown();
+      std::vector<std::string> reachable = addresses;
+      for (int peer = 0; peer < c.nranks; ++peer) {
+        if (c.transport == CaseTransport::kMixed && !SameHost(c, r, peer)) reachable[peer].clear();
+      }
+      results[r] = transports[r]->Connect(reachable, Deadline::AfterMs(kDeadlineMs));
+      Transport* used = transports[r].get();
+      std::unique_ptr<TransportMux> mux;
+      if (results[r].ok() && c.transport == CaseTransport::kMixed) {
+        std::vector<std::unique_ptr<Transport>> routes;
+        routes.push_back(std::make_unique<BorrowedTransport>(transports[r].get()));
+        routes.push_back(std::make_unique<BorrowedTransport>(fabric.transport(r)));
+        results[r] = TransportMux::Create(std::move(routes), r, c.nranks, &mux);
+        used = mux.get();
+      }
+      if (results[r].ok()) results[r] = function(r, used);
+      if (!results[r].ok()) used->Shutdown();
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -141,6 +179,7 @@ const char* CaseTransportName(CaseTransport transport) {
     case CaseTransport::kShm: return "shm";
     case CaseTransport::kShmCma: return "shmcma";
     case CaseTransport::kShmStaged: return "shmstaged";
+    case CaseTransport::kMixed: return "mixed";
     default: return "inproc";
   }
 }
@@ -220,7 +259,9 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     const bool reducing = c.coll == Collective::kAllReduce || c.coll == Collective::kReduceScatter ||
                           c.coll == Collective::kReduce;
     const bool expect_combined = reducing && c.transport != CaseTransport::kShmStaged && c.nranks > 1 && c.count > 0;
-    if (results[0].ok() && expect_combined != (combined > 0)) {
+    // Mixed: only the ring surely receive-reduces from a same-host peer.
+    const bool known = c.transport != CaseTransport::kMixed || (c.algo == Algorithm::kRing && c.nranks >= 3);
+    if (results[0].ok() && known && expect_combined != (combined > 0)) {
       return context + std::to_string(combined) + " chunks combined on receipt";
     }
   }

@@ -16,8 +16,10 @@ namespace chorus::testing {
 // shared-memory transport, whose endpoints combine receive-reduce chunks on
 // receipt: from the ring and straight from the sender's buffer (kShm), or
 // through CMA in small pieces (kShmCma); kShmStaged turns combining off in
-// the executor so that shm chunks go through staging.
-enum class CaseTransport { kInproc, kShm, kShmCma, kShmStaged };
+// the executor so that shm chunks go through staging; kMixed routes through
+// a TransportMux: shm to ranks on the same (pretend) host, which combine,
+// the in-process fabric to the others, which stage.
+enum class CaseTransport { kInproc, kShm, kShmCma, kShmStaged, kMixed };
 
 struct ExecutorCase {
   Collective coll = Collective::kAllReduce;

@@ -176,6 +176,27 @@ std::vector<ExecutorCase> ShmCases() {
 
 INSTANTIATE_TEST_SUITE_P(Shm, ExecutorCollectiveTest, ::testing::ValuesIn(ShmCases()), CaseName);
 
+// Through a mux that mixes shm (combining) and in-process (staging) peers.
+std::vector<ExecutorCase> MixedCases() {
+  std::vector<ExecutorCase> cases;
+  for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+    for (int nranks : {3, 4, 5}) {
+      for (size_t chunk : {size_t{4096}, size_t{256} << 10}) {
+        const size_t count = chunk == 4096 ? 12345 : 300000 + nranks;
+        ExecutorCase c = MakeCase(Collective::kAllReduce, algo, nranks, count, chunk, nranks == 4, chorusInt32);
+        c.transport = CaseTransport::kMixed;
+        cases.push_back(c);
+      }
+    }
+  }
+  ExecutorCase scatter = MakeCase(Collective::kReduceScatter, Algorithm::kRing, 4, 50000, 4096, true, chorusFloat64);
+  scatter.transport = CaseTransport::kMixed;
+  cases.push_back(scatter);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixed, ExecutorCollectiveTest, ::testing::ValuesIn(MixedCases()), CaseName);
+
 // A group launch: two AllReduces (ring on int32, tree on float64) with
 // different tags run as one unit; messages of both interleave per peer in
 // schedule order and must still meet their own receives.

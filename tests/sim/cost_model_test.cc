@@ -30,11 +30,30 @@ TEST(CostModelTest, RingAllReduce) {
   EXPECT_NEAR(t, 6 * 1.1e-5 + 3e-7, 1e-15);
 }
 
+// Whole steps: the way up crosses a level per step; on the way down a node
+// sends to its j children at once, so the data reaches the deepest leaf
+// after L + (L-1) + ... + 1 step times.
+double WholeStepTree(double levels, double n) {
+  const double a = 1e-5, b = 1e-9, g = 1e-10;
+  return levels * (a + n * (b + g)) + levels * a + levels * (levels + 1) / 2 * n * b;
+}
+
 TEST(CostModelTest, TreeAllReduceUsesCeilLog2Levels) {
   double t = 0;
   ASSERT_TRUE(AnalyticTime(Algorithm::kTree, AllReduce(5, 1000), Params(), &t));
-  // 3 levels up (alpha + n beta + n gamma) and 3 down (alpha + n beta)
-  EXPECT_NEAR(t, 3 * (1e-5 + 1e-6 + 1e-7) + 3 * (1e-5 + 1e-6), 1e-15);
+  // 3 levels up (alpha + n beta + n gamma), 3 alphas and 1+2+3 n beta down
+  EXPECT_NEAR(t, 3 * (1e-5 + 1e-6 + 1e-7) + 3e-5 + 6e-6, 1e-15);
+  EXPECT_NEAR(t, WholeStepTree(3, 1000), 1e-15);
+}
+
+TEST(CostModelTest, PipelinedTreeIsPacedByTheRootsPort) {
+  // 16 chunks of 1000 B over 4 levels: the fills, then one chunk every 4
+  // chunk times (the root's port carries 4 per chunk in each direction).
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kTree, AllReduce(16, 16000), Params(1000), &t));
+  const double up = 4 * (1e-5 + 1000 * 1e-10) + 10 * 1000 * 1e-9;
+  const double down = 4 * 1e-5 + 10 * 1000 * 1e-9;
+  EXPECT_NEAR(t, up + down + 15 * 4 * 1000 * (1e-9 + 1e-10), 1e-15);  // each chunk also reduced
 }
 
 TEST(CostModelTest, ParameterServerGrowsLinearlyTreeLogarithmically) {
@@ -45,7 +64,26 @@ TEST(CostModelTest, ParameterServerGrowsLinearlyTreeLogarithmically) {
   double tree16 = 0, tree32 = 0;
   ASSERT_TRUE(AnalyticTime(Algorithm::kTree, AllReduce(16, 30000000), Params(), &tree16));
   ASSERT_TRUE(AnalyticTime(Algorithm::kTree, AllReduce(32, 30000000), Params(), &tree32));
-  EXPECT_NEAR(tree32 / tree16, 5.0 / 4.0, 1e-9);
+  EXPECT_NEAR(tree32 / tree16, WholeStepTree(5, n) / WholeStepTree(4, n), 1e-9);  // about 1.43
+  EXPECT_LT(tree32 / tree16, 0.75 * ps32 / ps16);
+}
+
+TEST(CostModelTest, PipelinedParameterServerOverlapsPushesAndPulls) {
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kParameterServer, AllReduce(5, 4000), Params(1000), &t));
+  // 2(p-1) alphas, (p-1)(n + one chunk) bytes through the server's port,
+  // (p-1) n reduced.
+  EXPECT_NEAR(t, 8 * 1e-5 + 4 * 5000 * 1e-9 + 4 * 4000 * 1e-10, 1e-15);
+  ASSERT_TRUE(AnalyticTime(Algorithm::kParameterServer, AllReduce(5, 4000), Params(), &t));
+  EXPECT_NEAR(t, ParameterServerAllReduceTime(5, 4000, Params()), 1e-15);
+}
+
+TEST(CostModelTest, HalvingDoublingFoldsTheRanksBeyondAPowerOfTwo) {
+  double t = 0;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHalvingDoubling, AllReduce(6, 4000), Params(), &t));
+  // Rabenseifner over 4 ranks, plus the fold in and the result handed back.
+  EXPECT_NEAR(t, 4 * 1e-5 + 1.5 * 4000 * 1e-9 + 0.75 * 4000 * 1e-10 + 2 * (1e-5 + 4000 * 1e-9) + 4000 * 1e-10,
+              1e-15);
 }
 
 TEST(CostModelTest, OneRankOrNothingCostsNothing) {
@@ -119,7 +157,7 @@ TEST(CostModelTest, HierarchicalIsTreesInsideAndARingOfLeaders) {
   double t = 0;
   ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchical, AllReduce(8, 4000), TwoHostsOfFour(), &t));
   const double reduce = 2 * (1e-6 + 4000 * (1e-10 + 1e-10));  // 2 levels inside a host
-  const double broadcast = 2 * (1e-6 + 4000 * 1e-10);
+  const double broadcast = 2 * 1e-6 + 3 * 4000 * 1e-10;         // 1 + 2 sends down
   const double leaders = 2 * (1e-5 + 2000 * 1e-9) + 2000 * 1e-10;  // ring of 2
   EXPECT_NEAR(t, reduce + broadcast + leaders, 1e-15);
 }
@@ -128,7 +166,8 @@ TEST(CostModelTest, HierarchicalSlicedIsRingsInsideAndOneRingPerSlice) {
   double t = 0;
   ASSERT_TRUE(AnalyticTime(Algorithm::kHierarchicalSliced, AllReduce(8, 4000), TwoHostsOfFour(), &t));
   const double inside = 2 * 3 * (1e-6 + 1000 * 1e-10) + 3 * 1000 * 1e-10;
-  const double across = 2 * (1e-5 + 500 * 1e-9) + 500 * 1e-10;  // 1000 B slices, ring of 2
+  // 1000 B slices, ring of 2; the 4 rings of a host share its NIC.
+  const double across = 2 * (1e-5 + 4 * 500 * 1e-9) + 500 * 1e-10;
   EXPECT_NEAR(t, inside + across, 1e-15);
   // Uneven hosts: the schedule falls back to hier, and so does the cost.
   CostParams uneven = TwoHostsOfFour();

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <vector>
+
 #include "sim/cost_model.h"
 
 namespace chorus::sim {
@@ -36,68 +39,198 @@ double Analytic(const CollectiveArgs& call, Algorithm algo, const ClusterModel& 
   return seconds;
 }
 
+// One message or a few, hand-made: exact times on full-duplex fair ports.
+Step Transfer(StepKind kind, int peer, size_t bytes) {
+  Step step;
+  step.kind = kind;
+  step.peer = peer;
+  step.src = BufferRange{BufferId::kSend, 0};
+  step.dst = BufferRange{BufferId::kRecv, 0};
+  step.bytes = bytes;
+  return step;
+}
+
+double ReplayTime(const std::vector<Schedule>& schedules, size_t chunk_bytes = 0) {
+  SimOptions options;
+  options.chunk_bytes = chunk_bytes;
+  SimResult result;
+  const Status status = SimulateSchedules(schedules, UniformCluster(static_cast<int>(schedules.size()), kAlpha,
+                                                                    kBandwidth, 0),
+                                          options, &result);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return result.time_s;
+}
+
+constexpr size_t kMessage = 1 << 20;
+constexpr double kMessageTime = kMessage / kBandwidth;
+
+TEST(PortModelTest, OneMessageTakesAlphaPlusBytesOverBandwidth) {
+  std::vector<Schedule> schedules(2);
+  schedules[0].Add(Transfer(StepKind::kSend, 1, kMessage));
+  schedules[1].Add(Transfer(StepKind::kRecv, 0, kMessage));
+  EXPECT_NEAR(ReplayTime(schedules), kAlpha + kMessageTime, 1e-12);
+  // Chunks pipeline on the stream: one alpha, not one per chunk.
+  EXPECT_NEAR(ReplayTime(schedules, 64 * 1024), kAlpha + kMessageTime, 1e-12);
+}
+
+TEST(PortModelTest, TwoFlowsThroughOnePortTakeTwiceAsLong) {
+  std::vector<Schedule> out(3), in(3);
+  out[0].Add(Transfer(StepKind::kSend, 1, kMessage));  // one send port, two flows
+  out[0].Add(Transfer(StepKind::kSend, 2, kMessage));
+  out[1].Add(Transfer(StepKind::kRecv, 0, kMessage));
+  out[2].Add(Transfer(StepKind::kRecv, 0, kMessage));
+  EXPECT_NEAR(ReplayTime(out), kAlpha + 2 * kMessageTime, 1e-12);
+  in[0].Add(Transfer(StepKind::kRecv, 1, kMessage));  // one receive port, two flows
+  in[0].Add(Transfer(StepKind::kRecv, 2, kMessage));
+  in[1].Add(Transfer(StepKind::kSend, 0, kMessage));
+  in[2].Add(Transfer(StepKind::kSend, 0, kMessage));
+  EXPECT_NEAR(ReplayTime(in), kAlpha + 2 * kMessageTime, 1e-12);
+}
+
+TEST(PortModelTest, SendingAndReceivingAtOnceDoNotInterfere) {
+  std::vector<Schedule> schedules(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    schedules[rank].Add(Transfer(StepKind::kSend, 1 - rank, kMessage));
+    Step receive = Transfer(StepKind::kRecv, 1 - rank, kMessage);
+    schedules[rank].Add(receive);
+  }
+  EXPECT_NEAR(ReplayTime(schedules), kAlpha + kMessageTime, 1e-12);
+}
+
+TEST(PortModelTest, AFlowSlowedElsewhereLeavesTheRestOfAPortToOthers) {
+  // Rank 0 sends to 1 and 2; rank 3 also sends to 1. The flow 0->1 shares
+  // port in(1) with 3->1 (half each); 0->2 takes the other half of out(0)
+  // and ends at 2 message times like the others: max-min fair, no idle port.
+  std::vector<Schedule> schedules(4);
+  schedules[0].Add(Transfer(StepKind::kSend, 1, kMessage));
+  schedules[0].Add(Transfer(StepKind::kSend, 2, kMessage));
+  schedules[1].Add(Transfer(StepKind::kRecv, 0, kMessage));
+  schedules[1].Add(Transfer(StepKind::kRecv, 3, kMessage));
+  schedules[2].Add(Transfer(StepKind::kRecv, 0, kMessage));
+  schedules[3].Add(Transfer(StepKind::kSend, 1, kMessage));
+  EXPECT_NEAR(ReplayTime(schedules), kAlpha + 2 * kMessageTime, 1e-12);
+  // 3 -> 2 as well: every port now carries two flows, still 2 times.
+  schedules[3].Add(Transfer(StepKind::kSend, 2, kMessage));
+  schedules[2].Add(Transfer(StepKind::kRecv, 3, kMessage));
+  EXPECT_NEAR(ReplayTime(schedules), kAlpha + 2 * kMessageTime, 1e-12);
+}
+
+TEST(PortModelTest, HostNicIsSharedByItsRanks) {
+  // Two hosts of two ranks; ranks 0 and 1 both send to host 1: the NIC
+  // carries both flows, while each rank's own port carries one.
+  ClusterModel cluster;
+  cluster.hosts = 2;
+  cluster.ranks_per_host = 2;
+  cluster.intra_host = LinkModel{1e-6, 1e10};
+  cluster.inter_host = LinkModel{kAlpha, kBandwidth};
+  std::vector<Schedule> schedules(4);
+  schedules[0].Add(Transfer(StepKind::kSend, 2, kMessage));
+  schedules[1].Add(Transfer(StepKind::kSend, 3, kMessage));
+  schedules[2].Add(Transfer(StepKind::kRecv, 0, kMessage));
+  schedules[3].Add(Transfer(StepKind::kRecv, 1, kMessage));
+  SimResult result;
+  ASSERT_TRUE(SimulateSchedules(schedules, cluster, SimOptions{}, &result).ok());
+  EXPECT_NEAR(result.time_s, kAlpha + 2 * kMessageTime, 1e-12);
+  EXPECT_EQ(result.max_host_nic_bytes, 2 * kMessage);
+}
+
 struct AgreementCase {
   Collective coll;
   Algorithm algo;
   int nranks;
   size_t chunk_bytes;
   double tolerance;  // relative
+  int ranks_per_host = 1;
 };
+
+ClusterModel ClusterOf(const AgreementCase& c) {
+  if (c.ranks_per_host == 1) return UniformCluster(c.nranks, kAlpha, kBandwidth, kGamma);
+  ClusterModel cluster;
+  cluster.ranks_per_host = c.ranks_per_host;
+  cluster.hosts = c.nranks / c.ranks_per_host;
+  cluster.intra_host = LinkModel{1e-6, 1e10};
+  cluster.inter_host = LinkModel{kAlpha, kBandwidth};
+  cluster.gamma_s_per_byte = kGamma;
+  return cluster;
+}
 
 class AgreementTest : public ::testing::TestWithParam<AgreementCase> {};
 
 TEST_P(AgreementTest, SimulatorMatchesClosedForm) {
   const AgreementCase& c = GetParam();
   const CollectiveArgs call = Call(c.coll, c.nranks, 1 << 20);  // 4 MiB
-  const ClusterModel cluster = UniformCluster(c.nranks, kAlpha, kBandwidth, kGamma);
+  const ClusterModel cluster = ClusterOf(c);
   const double simulated = SimulateOrFail(call, c.algo, cluster, c.chunk_bytes).time_s;
   const double analytic = Analytic(call, c.algo, cluster, c.chunk_bytes);
   EXPECT_NEAR(simulated, analytic, c.tolerance * analytic)
-      << AlgorithmName(c.algo) << " " << CollectiveName(c.coll) << " p=" << c.nranks;
+      << AlgorithmName(c.algo) << " " << CollectiveName(c.coll) << " p=" << c.nranks << " chunk " << c.chunk_bytes;
 }
 
-// Whole steps: the closed forms are exact. Chunked: within a few percent.
+// The tolerances of docs/simulator.md ("Closed forms against the replay"):
+// 1e-9 where the formula is exact, else what the formula leaves out.
+constexpr size_t k64K = 64 * 1024, k256K = 256 * 1024;
 INSTANTIATE_TEST_SUITE_P(
     Uniform, AgreementTest,
     ::testing::Values(AgreementCase{Collective::kAllReduce, Algorithm::kRing, 2, 0, 1e-9},
                       AgreementCase{Collective::kAllReduce, Algorithm::kRing, 8, 0, 1e-9},
                       AgreementCase{Collective::kAllReduce, Algorithm::kRing, 64, 0, 1e-9},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kRing, 8, k64K, 0.03},
                       AgreementCase{Collective::kAllReduce, Algorithm::kTree, 2, 0, 1e-9},
                       AgreementCase{Collective::kAllReduce, Algorithm::kTree, 16, 0, 1e-9},
                       AgreementCase{Collective::kAllReduce, Algorithm::kTree, 64, 0, 1e-9},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kTree, 16, k256K, 0.02},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kTree, 64, k64K, 0.02},
                       AgreementCase{Collective::kBroadcast, Algorithm::kRing, 8, 0, 1e-9},
                       AgreementCase{Collective::kBroadcast, Algorithm::kTree, 16, 0, 1e-9},
-                      AgreementCase{Collective::kAllReduce, Algorithm::kRing, 8, 64 * 1024, 0.03},
-                      AgreementCase{Collective::kBroadcast, Algorithm::kRing, 16, 256 * 1024, 0.03},
-                      AgreementCase{Collective::kBroadcast, Algorithm::kTree, 16, 256 * 1024, 0.05},
+                      AgreementCase{Collective::kBroadcast, Algorithm::kRing, 16, k256K, 0.03},
+                      AgreementCase{Collective::kBroadcast, Algorithm::kTree, 16, k256K, 0.01},
+                      AgreementCase{Collective::kBroadcast, Algorithm::kChain, 16, k256K, 0.03},
+                      AgreementCase{Collective::kReduce, Algorithm::kChain, 16, k256K, 0.03},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kHalvingDoubling, 8, 0, 1e-9},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kHalvingDoubling, 64, k256K, 0.01},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kParameterServer, 8, 0, 0.01},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kParameterServer, 16, k256K, 0.02},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kShardedParameterServer, 16, k256K, 0.05},
                       AgreementCase{Collective::kAllReduce, Algorithm::kDirect, 2, 0, 1e-9},
-                      AgreementCase{Collective::kAllGather, Algorithm::kDirect, 2, 0, 1e-9}));
+                      AgreementCase{Collective::kAllReduce, Algorithm::kDirect, 8, 0, 1e-9},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kDirect, 8, k64K, 0.01},
+                      AgreementCase{Collective::kAllGather, Algorithm::kDirect, 8, 0, 1e-9},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kHierarchical, 16, k256K, 0.03, 4},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kHierarchical, 64, 0, 0.01, 8},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kHierarchicalSliced, 16, k256K, 0.02, 4},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kHierarchicalSliced, 64, 0, 1e-6, 8},
+                      AgreementCase{Collective::kAllReduce, Algorithm::kDirect, 16, k256K, 0.01, 4}));
 
-// Beyond 2 ranks every rank of "direct" sends to and receives from p-1 peers
-// at once; first come first served port reservations (sender and receiver
-// port held together) leave ports idle that fair sharing would fill, so
-// the replay is slower than the closed form (p=8, 4 MiB, 64 KiB chunks:
-// 275 ms against 59 ms). It still completes, and direct's latency-bound
-// small calls beat the ring's 2(p-1) dependent hops as the model says.
+// The double binary tree's closed form is the NCCL-style estimate (two
+// trees, 2n through every port, no fill); the replay is 1.4-2.7x slower
+// (docs/simulator.md). It is a lower bound, and the replay stays in range.
+TEST(SimulatorTest, DoubleBinaryTreeIsBoundedBelowByItsEstimate) {
+  for (int p : {4, 16, 64}) {
+    const CollectiveArgs call = Call(Collective::kAllReduce, p, 1 << 20);
+    const ClusterModel cluster = UniformCluster(p, kAlpha, kBandwidth, kGamma);
+    const double simulated = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, k256K).time_s;
+    const double analytic = Analytic(call, Algorithm::kDoubleBinaryTree, cluster, k256K);
+    EXPECT_GE(simulated, analytic) << p;
+    EXPECT_LE(simulated, 3 * analytic) << p;
+  }
+}
+
+// Direct's small calls: two latencies instead of the ring's 2(p-1).
 TEST(SimulatorTest, DirectRunsAndWinsSmallCallsOverTheRing) {
   const ClusterModel cluster = UniformCluster(8, kAlpha, kBandwidth, kGamma);
   const CollectiveArgs small = Call(Collective::kAllReduce, 8, 16);
   const double direct = SimulateOrFail(small, Algorithm::kDirect, cluster, 64 * 1024).time_s;
   const double ring = SimulateOrFail(small, Algorithm::kRing, cluster, 64 * 1024).time_s;
   EXPECT_LT(direct, ring / 3);
-  EXPECT_NEAR(direct, Analytic(small, Algorithm::kDirect, cluster, 64 * 1024), 0.1 * direct);
+  EXPECT_NEAR(direct, Analytic(small, Algorithm::kDirect, cluster, 64 * 1024), 0.01 * direct);
 }
 
-// Ports are first come first served, not fair-shared, so a pipelined tree
-// allreduce is slower than the ideal pipeline of the closed form (children
-// that are ready first hold the parent's port); it still beats whole steps.
 TEST(SimulatorTest, PipelinedTreeAllReduceBeatsWholeSteps) {
   const CollectiveArgs call = Call(Collective::kAllReduce, 16, 1 << 20);
   const ClusterModel cluster = UniformCluster(16, kAlpha, kBandwidth, kGamma);
   const double pipelined = SimulateOrFail(call, Algorithm::kTree, cluster, 256 * 1024).time_s;
   const double whole = SimulateOrFail(call, Algorithm::kTree, cluster, 0).time_s;
-  EXPECT_LT(pipelined, whole);
-  EXPECT_GE(pipelined, Analytic(call, Algorithm::kTree, cluster, 256 * 1024));
+  EXPECT_LT(pipelined, whole / 2);
 }
 
 TEST(SimulatorTest, MoreBandwidthTakesLessTime) {
@@ -146,19 +279,40 @@ TEST(SimulatorTest, HostsSplitTrafficIntoLinkClasses) {
   EXPECT_EQ(result.max_host_nic_bytes, 2u * 7 * 400);
 }
 
-TEST(SimulatorTest, ReusingSymmetricSchedulesChangesNothing) {
-  const CollectiveArgs call = Call(Collective::kAllReduce, 32, 32 * 1024);
-  const ClusterModel cluster = UniformCluster(32, kAlpha, kBandwidth, kGamma);
-  SimOptions reuse;
-  reuse.chunk_bytes = 16 * 1024;
-  SimOptions full = reuse;
-  full.reuse_symmetric_schedules = false;
-  SimResult a, b;
-  ASSERT_TRUE(Simulate(call, Algorithm::kRing, cluster, reuse, &a).ok());
-  ASSERT_TRUE(Simulate(call, Algorithm::kRing, cluster, full, &b).ok());
-  EXPECT_EQ(a.distinct_schedules, 1u);
-  EXPECT_EQ(a.time_s, b.time_s);
-  EXPECT_EQ(a.transfers, b.transfers);
+TEST(SimulatorTest, ReplayingTheSymmetricQuotientChangesNothing) {
+  ClusterModel hosts;
+  hosts.hosts = 8;
+  hosts.ranks_per_host = 4;
+  hosts.intra_host = LinkModel{1e-6, 1e10};
+  hosts.inter_host = LinkModel{kAlpha, kBandwidth};
+  hosts.gamma_s_per_byte = kGamma;
+  const struct {
+    Algorithm algo;
+    ClusterModel cluster;
+    size_t quotient;
+  } cases[] = {{Algorithm::kRing, UniformCluster(32, kAlpha, kBandwidth, kGamma), 1},
+               {Algorithm::kDirect, UniformCluster(32, kAlpha, kBandwidth, kGamma), 1},
+               {Algorithm::kRing, hosts, 4},
+               {Algorithm::kHierarchicalSliced, hosts, 4},
+               {Algorithm::kTree, UniformCluster(32, kAlpha, kBandwidth, kGamma), 32}};
+  for (const auto& c : cases) {
+    const CollectiveArgs call = Call(Collective::kAllReduce, 32, 32 * 1024);
+    SimOptions reuse;
+    reuse.chunk_bytes = 16 * 1024;
+    SimOptions full = reuse;
+    full.reuse_symmetric_schedules = false;
+    SimResult a, b;
+    ASSERT_TRUE(Simulate(call, c.algo, c.cluster, reuse, &a).ok());
+    ASSERT_TRUE(Simulate(call, c.algo, c.cluster, full, &b).ok());
+    EXPECT_EQ(a.simulated_ranks, c.quotient) << AlgorithmName(c.algo);
+    EXPECT_EQ(b.simulated_ranks, 32u);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * b.time_s) << AlgorithmName(c.algo);
+    EXPECT_EQ(a.transfers, b.transfers);
+    EXPECT_EQ(a.inter_host_bytes, b.inter_host_bytes);
+    EXPECT_EQ(a.intra_host_bytes, b.intra_host_bytes);
+    EXPECT_EQ(a.max_host_nic_bytes, b.max_host_nic_bytes);
+    EXPECT_EQ(a.max_rank_sent_bytes, b.max_rank_sent_bytes);
+  }
 }
 
 TEST(SimulatorTest, RejectsClusterOfOtherSize) {
@@ -182,14 +336,23 @@ TEST(SimulatorTest, EveryAlgorithmOfTheEnumReplays) {
   }
 }
 
-TEST(SimulatorTest, RingAllReduceAt4096Ranks) {
+// p = 4096 completes (the scale) and agrees with the closed forms;
+// the bound is generous: this is a correctness test, not a benchmark
+// (docs/simulator.md has the timings).
+TEST(SimulatorTest, RingHalvingDoublingAndTreeAt4096Ranks) {
   const int p = 4096;
-  const SimResult result = SimulateOrFail(Call(Collective::kAllReduce, p, 7864320), Algorithm::kRing,
-                               UniformCluster(p, kAlpha, kBandwidth, kGamma), 0);  // 30 MiB
-  EXPECT_EQ(result.transfers, static_cast<uint64_t>(p) * 2 * (p - 1));
-  const double analytic = Analytic(Call(Collective::kAllReduce, p, 7864320), Algorithm::kRing,
-                                   UniformCluster(p, kAlpha, kBandwidth, kGamma), 0);
-  EXPECT_NEAR(result.time_s, analytic, 1e-9 * analytic);
+  const CollectiveArgs call = Call(Collective::kAllReduce, p, 7864320);  // 30 MiB
+  const ClusterModel cluster = UniformCluster(p, kAlpha, kBandwidth, kGamma);
+  const auto start = std::chrono::steady_clock::now();
+  const SimResult ring = SimulateOrFail(call, Algorithm::kRing, cluster, 0);
+  EXPECT_EQ(ring.transfers, static_cast<uint64_t>(p) * 2 * (p - 1));
+  EXPECT_NEAR(ring.time_s, Analytic(call, Algorithm::kRing, cluster, 0), 1e-9 * ring.time_s);
+  const SimResult hd = SimulateOrFail(call, Algorithm::kHalvingDoubling, cluster, 512 * 1024);
+  EXPECT_NEAR(hd.time_s, Analytic(call, Algorithm::kHalvingDoubling, cluster, 512 * 1024), 0.01 * hd.time_s);
+  const SimResult tree = SimulateOrFail(call, Algorithm::kTree, cluster, 512 * 1024);
+  EXPECT_NEAR(tree.time_s, Analytic(call, Algorithm::kTree, cluster, 512 * 1024), 0.03 * tree.time_s);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 120.0);
 }
 
 }  // namespace
