@@ -83,6 +83,7 @@ struct TransportOptions {
   int nsocks = 2;            // TCP: sockets (lanes) per peer
   std::string ifname;        // CHORUS_SOCKET_IFNAME syntax ("", "eth0", "^lo", "=eth0")
   int timeout_ms = 300000;   // connection set-up deadline
+  size_t shm_ring_bytes = 0;  // shm: ring per sender (CHORUS_SHM_RING_BYTES); 0 = automatic
 };
 
 class Transport {

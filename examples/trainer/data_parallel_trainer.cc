@@ -37,6 +37,9 @@ chorus::Status DataParallelTrainer::Create(const TrainOptions& options, Model* m
     return chorus::InvalidArgument("the training set (", train->count, " samples) is smaller than one global batch (",
                                    options.global_batch, ")");
   }
+  if (options.exchange.mode == "gossip") {  // GossipGraD's ring shuffle of samples
+    trainer->sampler_.EnableRingShuffle(trainer->local_batch_, trainer->steps_per_epoch_);
+  }
   LrScheduleOptions lr = options.lr;
   lr.global_batch = options.global_batch;
   lr.total_steps = std::max(1, options.epochs * trainer->steps_per_epoch_);

@@ -6,6 +6,9 @@
 // weights is a consensus step. Momentum stays local. Replicas are close but
 // not identical (with 2 ranks the partner is always the other rank and the
 // average is exact; with more ranks it takes log2(p) steps to spread).
+// GossipGraD's other half, the ring shuffle of samples (each step's batch
+// moves to rank - 1), is in the sampler: DistributedSampler's gossip mode,
+// switched on by the trainer with --gossip.
 #include "examples/trainer/step_exchange.h"
 
 namespace trainer {

@@ -20,6 +20,10 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "Empty: first non-loopback interface that is up, else loopback."},
       {"CHORUS_TRANSPORT", "string", "auto",
        "auto: shared memory between ranks of one host (same network namespace), TCP otherwise; tcp: TCP only."},
+      {"CHORUS_SHM_RING_BYTES", "bytes", "0",
+       "Shared-memory ring per sender; each rank's segment in /dev/shm holds one per rank. 0 or auto: 1M up to "
+       "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "
+       "small (Docker's default is 64M)."},
       {"CHORUS_CHUNK_BYTES", "bytes", "512K", "Pipeline chunk size of the schedule executor (same on all ranks)."},
       {"CHORUS_KERNELS", "string", "auto",
        "CPU reduction kernels: auto (best the CPU supports), avx512, avx2 or portable. "
@@ -120,7 +124,22 @@ Status Settings::FromEnvironment(Settings* out) {
   if (settings.transport != "auto" && settings.transport != "tcp") {
     return InvalidArgument("CHORUS_TRANSPORT must be auto or tcp, not '", settings.transport, "'");
   }
+  CHORUS_RETURN_IF_ERROR(ParseShmRingBytes(EnvValue("CHORUS_SHM_RING_BYTES"), &settings.shm_ring_bytes));
   *out = settings;
+  return Status::Ok();
+}
+
+Status ParseShmRingBytes(const std::string& text, size_t* out) {
+  size_t bytes = 0;
+  if (text != "auto") CHORUS_RETURN_IF_ERROR(ParseBytes(text, "CHORUS_SHM_RING_BYTES", &bytes));
+  if (bytes == 0) {
+    *out = 0;
+    return Status::Ok();
+  }
+  if (bytes < (256u << 10) || bytes > (1u << 30) || bytes % 64 != 0) {
+    return InvalidArgument("CHORUS_SHM_RING_BYTES must be 0 (auto) or a multiple of 64 in 256K..1G, not '", text, "'");
+  }
+  *out = bytes;
   return Status::Ok();
 }
 

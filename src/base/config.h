@@ -28,6 +28,9 @@ std::string EnvValue(const char* name);
 Status ParseInt(const std::string& text, const char* what, long long* out);
 Status ParseBytes(const std::string& text, const char* what, size_t* out);
 Status ParseHex128(const std::string& text, const char* what, unsigned char out[16]);
+// CHORUS_SHM_RING_BYTES: "0" or "auto" (0: automatic), or a multiple of 64
+// in 256K..1G.
+Status ParseShmRingBytes(const std::string& text, size_t* out);
 
 // What a communicator takes from the environment at creation; chorusConfig_t
 // fields override these.
@@ -40,6 +43,7 @@ struct Settings {
   std::string transport;  // "auto" or "tcp"
   std::string tuner;      // "model" or "static"
   std::string tune_file;
+  size_t shm_ring_bytes = 0;  // 0: automatic
 
   static Status FromEnvironment(Settings* out);
 };

@@ -28,6 +28,7 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->algo_spec = settings.algo;
   options->socket_ifname = settings.socket_ifname;
   options->use_shm = settings.transport == "auto";
+  options->shm_ring_bytes = settings.shm_ring_bytes;
   options->use_tuner = settings.tuner == "model";
   options->tune_file = settings.tune_file;
   if (config != nullptr) {

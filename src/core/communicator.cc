@@ -70,6 +70,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   transport_options.nsocks = options.nsocks;
   transport_options.ifname = options.socket_ifname;
   transport_options.timeout_ms = options.timeout_ms;
+  transport_options.shm_ring_bytes = options.shm_ring_bytes;
   std::unique_ptr<Transport> tcp, shm;
   CHORUS_RETURN_IF_ERROR(CreateTcpTransport(transport_options, &tcp));
   if (options.use_shm) {
@@ -280,6 +281,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     ExecutorOptions executor_options;
     executor_options.chunk_bytes = options_.chunk_bytes;
     executor_options.staging = &staging_;
+    executor_options.context = &executor_context_;
     CHORUS_RETURN_IF_ERROR(ExecuteSchedules(transport_.get(), rank_, bound, executor_options, aborted_,
                                             Deadline::AfterMs(options_.timeout_ms)));
   }

@@ -31,6 +31,7 @@ struct CommOptions {
   std::string algo_spec;
   std::string socket_ifname;
   bool use_shm = true;  // CHORUS_TRANSPORT=auto: shared memory between ranks of one host
+  size_t shm_ring_bytes = 0;  // CHORUS_SHM_RING_BYTES; 0 = automatic
   bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
   std::string tune_file;  // CHORUS_TUNE_FILE
   AlgorithmTable algorithms;
@@ -148,6 +149,8 @@ class Communicator {
     void Clear();
   };
   LaunchState launch_;
+  // The executor's working memory, reused by every launch.
+  ExecutorContext executor_context_;
 
   mutable std::mutex ops_mutex_;
   std::vector<PreMulSumOp> premul_ops_;

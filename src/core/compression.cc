@@ -15,12 +15,20 @@ bool Overlap(const void* a, const void* b, size_t bytes) {
   return bytes > 0 && x < y + bytes && y < x + bytes;
 }
 
-// The per-call wire buffers, kept alive by the stages that use them.
 // The last stage captures the shared pointer so a stream call keeps them.
-struct WireBuffers {
-  std::vector<uint8_t> mine;
-  std::vector<uint8_t> all;
-};
+using WireBuffers = CompressWireBuffers;
+
+// The state's buffers when no earlier call's stage still holds them, else
+// new ones (a call still queued on a stream keeps its own).
+std::shared_ptr<WireBuffers> TakeWireBuffers(chorusCompressState* state) {
+  if (state->wire != nullptr && state->wire.use_count() == 1) {
+    // Order the earlier stages' last use of the buffers before our writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return state->wire;
+  }
+  state->wire = std::make_shared<WireBuffers>();
+  return state->wire;
+}
 
 // Sign vote by AllGather of packed bits (Lion Cub's 1-bit allreduce).
 Status SignVoteBits(StagedCall& call, const float* x, float* out, size_t count, int nranks,
@@ -124,7 +132,7 @@ Status AllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count, D
   const auto* x = static_cast<const float*>(sendbuff);
   auto* out = static_cast<float*>(recvbuff);
   const int nranks = state->nranks;
-  auto wire = std::make_shared<WireBuffers>();
+  std::shared_ptr<WireBuffers> wire = TakeWireBuffers(state);
   StagedCall call(comm, stream);
   switch (state->mode) {
     case chorusCompressSignVote: return SignVoteBits(call, x, out, count, nranks, wire);

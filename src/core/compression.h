@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/dtype.h"
@@ -12,6 +13,15 @@
 
 struct chorusComm;
 struct chorusStream;
+
+namespace chorus {
+// One call's wire buffers (this rank's payload, every rank's), kept alive by
+// the stages that use them.
+struct CompressWireBuffers {
+  std::vector<uint8_t> mine;
+  std::vector<uint8_t> all;
+};
+}  // namespace chorus
 
 struct chorusCompressState {
   static constexpr uint32_t kLive = 0xc0de1055u;
@@ -23,6 +33,9 @@ struct chorusCompressState {
   // 1-bit error feedback: what the last calls' signs did not carry. Written
   // in stream order by the call's encode stage.
   std::vector<float> residual;
+  // The last call's wire buffers, reused by the next call once no stage
+  // holds them any more (no allocation, page faults or clearing per call).
+  std::shared_ptr<chorus::CompressWireBuffers> wire;
   std::atomic<unsigned long long> bytes_on_wire{0};
   std::atomic<unsigned long long> bytes_uncompressed{0};
 };

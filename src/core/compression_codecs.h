@@ -14,7 +14,11 @@ inline bool SignBit(const uint8_t* bits, size_t i) { return (bits[i / 8] >> (i %
 
 // out[i] = sign(sum over ranks of their votes): -1, 0 (a tie) or +1. Rank r's
 // bits start at all_bits + r * stride.
+// Counts 64 elements' votes at a time (bit-sliced), AVX2 for the output
+// where the CPU has it and CHORUS_KERNELS allows vector kernels.
 void SignVoteFromBits(const uint8_t* all_bits, size_t stride, int nranks, size_t count, float* out);
+// The same without vector instructions (tests compare the two).
+void SignVoteFromBitsPortable(const uint8_t* all_bits, size_t stride, int nranks, size_t count, float* out);
 
 // votes[i] = -1 or +1 (for an int8 Sum allreduce of vote counts).
 void SignVotes(const float* x, size_t count, int8_t* votes);

@@ -14,7 +14,9 @@ bool IsNetworkStep(StepKind kind) {
   return kind == StepKind::kSend || kind == StepKind::kRecv || kind == StepKind::kRecvReduce;
 }
 
-// Progress of one step, in chunks.
+// Progress of one step, in chunks. Its per-chunk flags and dependencies live
+// in the flat tables of ExecutionState, so that states are plain data and a
+// reused state vector allocates nothing.
 struct StepState {
   const Step* step = nullptr;
   const BoundSchedule* bound = nullptr;
@@ -22,8 +24,9 @@ struct StepState {
   size_t nchunks = 0;
   size_t next_chunk = 0;  // next chunk to start
   size_t prefix = 0;      // chunks [0, prefix) are finished
-  std::vector<uint8_t> finished;
-  std::vector<uint32_t> deps;  // indices into the flat state array
+  size_t finished = 0;    // first of nchunks flags in ExecutionState::finished
+  size_t deps = 0;        // first of ndeps indices in ExecutionState::deps
+  size_t ndeps = 0;
 
   bool complete() const { return prefix == nchunks; }
   size_t ChunkBegin(size_t c) const { return c * chunk; }
@@ -81,10 +84,30 @@ uint8_t* Resolve(const BoundSchedule& bound, const BufferRange& range) {
   return nullptr;
 }
 
+}  // namespace
+
+// What one launch works on. Vectors are cleared, never shrunk, between
+// launches; `channels` is a pool whose first `nchannels` entries are in use,
+// so that their step lists and slots keep their capacity too.
+struct ExecutionState {
+  std::vector<StepState> states;
+  std::vector<uint8_t> finished;  // per chunk of every step
+  std::vector<uint32_t> deps;     // per step: indices into `states`
+  std::vector<uint32_t> local_steps;
+  std::vector<PeerChannel> channels;  // only peers this launch talks to
+  size_t nchannels = 0;
+  std::vector<int> channel_of_peer;  // -1 between launches
+};
+
+ExecutorContext::ExecutorContext() : state_(std::make_unique<ExecutionState>()) {}
+ExecutorContext::~ExecutorContext() = default;
+
+namespace {
+
 class Execution {
  public:
-  Execution(Transport* transport, int rank, const ExecutorOptions& options)
-      : transport_(transport), rank_(rank), options_(options) {}
+  Execution(Transport* transport, int rank, const ExecutorOptions& options, ExecutionState* state)
+      : transport_(transport), rank_(rank), options_(options), s_(*state) {}
 
   Status Prepare(const std::vector<BoundSchedule>& schedules);
   Status Run(const std::atomic<bool>& abort, Deadline deadline);
@@ -96,21 +119,57 @@ class Execution {
   Status PostTransfers(PeerChannel& channel, bool sending, bool* progressed);
   bool ReapTransfers(PeerChannel& channel);
   std::string DescribeWaiting() const;
+  PeerChannel* channels_begin() const { return s_.channels.data(); }
+  PeerChannel* channels_end() const { return s_.channels.data() + s_.nchannels; }
+  // Empties the reused state, keeping its capacity.
+  void Reset();
+  // The channel to `peer`, set up on first use in this launch.
+  Status ChannelTo(int peer, PeerChannel** out);
 
   Transport* transport_;
   int rank_;
   ExecutorOptions options_;
-  std::vector<StepState> states_;
-  std::vector<uint32_t> local_steps_;
-  std::vector<PeerChannel> channels_;  // only peers this launch talks to
+  ExecutionState& s_;
   size_t remaining_ = 0;
 };
 
+void Execution::Reset() {
+  for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
+    s_.channel_of_peer[channel->peer] = -1;
+  }
+  s_.nchannels = 0;
+  s_.states.clear();
+  s_.finished.clear();
+  s_.deps.clear();
+  s_.local_steps.clear();
+}
+
+Status Execution::ChannelTo(int peer, PeerChannel** out) {
+  if (static_cast<size_t>(peer) >= s_.channel_of_peer.size()) s_.channel_of_peer.resize(peer + 1, -1);
+  int& index = s_.channel_of_peer[peer];
+  if (index < 0) {
+    Endpoint* endpoint = transport_->endpoint(peer);
+    if (endpoint == nullptr) return InternalError("no endpoint to peer ", peer);
+    if (s_.nchannels == s_.channels.size()) s_.channels.emplace_back();
+    index = static_cast<int>(s_.nchannels++);
+    PeerChannel& channel = s_.channels[index];
+    channel.peer = peer;
+    channel.endpoint = endpoint;
+    channel.send_steps.clear();
+    channel.recv_steps.clear();
+    channel.send_head = channel.recv_head = 0;
+    channel.combines = options_.combine_on_receive && endpoint->combine_on_receive();
+    channel.needs_staging = false;
+  }
+  *out = &s_.channels[index];
+  return Status::Ok();
+}
+
 Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
+  Reset();
   size_t total = 0;
   for (const BoundSchedule& bound : schedules) total += bound.schedule->steps.size();
-  states_.resize(total);
-  std::vector<int> channel_of_peer;
+  s_.states.resize(total);
   size_t base = 0;
   for (const BoundSchedule& bound : schedules) {
     const Schedule& schedule = *bound.schedule;
@@ -118,61 +177,60 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     size_t chunk = std::max(element, options_.chunk_bytes / element * element);
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
-      StepState& state = states_[base + i];
+      StepState& state = s_.states[base + i];
       state.step = &step;
       state.bound = &bound;
       state.chunk = chunk;
       // A zero-byte step still orders its dependants after its dependencies:
       // it becomes one empty local chunk, never sent.
       state.nchunks = step.bytes == 0 ? 1 : (step.bytes + chunk - 1) / chunk;
-      state.finished.assign(state.nchunks, 0);
+      state.finished = s_.finished.size();
+      s_.finished.resize(state.finished + state.nchunks, 0);
+      state.deps = s_.deps.size();
+      state.ndeps = step.deps.size();
       for (uint32_t dep : step.deps) {
         if (dep >= i) return InternalError("schedule '", schedule.algorithm, "' step ", i, " depends on later step ", dep);
-        state.deps.push_back(static_cast<uint32_t>(base + dep));
+        s_.deps.push_back(static_cast<uint32_t>(base + dep));
       }
       ++remaining_;
       if (step.bytes == 0 || !IsNetworkStep(step.kind)) {
-        local_steps_.push_back(static_cast<uint32_t>(base + i));
+        s_.local_steps.push_back(static_cast<uint32_t>(base + i));
         continue;
       }
       if (step.peer < 0 || step.peer == rank_) {
         return InternalError("schedule '", schedule.algorithm, "' step ", i, " has bad peer ", step.peer);
       }
-      if (static_cast<size_t>(step.peer) >= channel_of_peer.size()) channel_of_peer.resize(step.peer + 1, -1);
-      int& index = channel_of_peer[step.peer];
-      if (index < 0) {
-        index = static_cast<int>(channels_.size());
-        PeerChannel channel;
-        channel.peer = step.peer;
-        channel.endpoint = transport_->endpoint(step.peer);
-        if (channel.endpoint == nullptr) return InternalError("no endpoint to peer ", step.peer);
-        channel.combines = options_.combine_on_receive && channel.endpoint->combine_on_receive();
-        channels_.push_back(std::move(channel));
-      }
-      PeerChannel& channel = channels_[index];
+      PeerChannel* channel = nullptr;
+      CHORUS_RETURN_IF_ERROR(ChannelTo(step.peer, &channel));
       if (step.kind == StepKind::kSend) {
-        channel.send_steps.push_back(static_cast<uint32_t>(base + i));
+        channel->send_steps.push_back(static_cast<uint32_t>(base + i));
       } else {
-        channel.recv_steps.push_back(static_cast<uint32_t>(base + i));
-        if (step.kind == StepKind::kRecvReduce && !channel.combines) channel.needs_staging = true;
+        channel->recv_steps.push_back(static_cast<uint32_t>(base + i));
+        if (step.kind == StepKind::kRecvReduce && !channel->combines) channel->needs_staging = true;
       }
     }
     base += schedule.steps.size();
   }
 
   // Staging for receive-reduce: one chunk per in-flight slot.
-  const int slots = std::max(1, options_.max_inflight_per_peer);
+  const size_t slots = static_cast<size_t>(std::max(1, options_.max_inflight_per_peer));
   size_t max_chunk = 0;
-  for (const StepState& state : states_) max_chunk = std::max(max_chunk, state.chunk);
+  for (const StepState& state : s_.states) max_chunk = std::max(max_chunk, state.chunk);
   size_t staging_channels = 0;
-  for (const PeerChannel& channel : channels_) staging_channels += channel.needs_staging ? 1 : 0;
+  for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
+    staging_channels += channel->needs_staging ? 1 : 0;
+  }
   uint8_t* staging = nullptr;
   if (staging_channels > 0) staging = options_.staging->Reserve(staging_channels * slots * max_chunk);
-  for (PeerChannel& channel : channels_) {
-    channel.send_slots.resize(slots);
-    channel.recv_slots.resize(slots);
-    if (!channel.needs_staging) continue;
-    for (Slot& slot : channel.recv_slots) {
+  for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
+    // Slots are idle after every launch that succeeded; after a failure the
+    // transport was shut down and let go of their requests.
+    channel->send_slots.resize(slots);
+    channel->recv_slots.resize(slots);
+    for (Slot& slot : channel->send_slots) slot = Slot();
+    for (Slot& slot : channel->recv_slots) {
+      slot = Slot();
+      if (!channel->needs_staging) continue;
       slot.staging = staging;
       staging += max_chunk;
     }
@@ -181,8 +239,8 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
 }
 
 bool Execution::ChunkReady(const StepState& state, size_t c) const {
-  for (uint32_t dep : state.deps) {
-    const StepState& before = states_[dep];
+  for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
+    const StepState& before = s_.states[s_.deps[d]];
     if (before.step->bytes == state.step->bytes && before.chunk == state.chunk) {
       if (before.prefix <= c) return false;
     } else if (!before.complete()) {
@@ -193,15 +251,16 @@ bool Execution::ChunkReady(const StepState& state, size_t c) const {
 }
 
 void Execution::FinishChunk(StepState& state, size_t c) {
-  state.finished[c] = 1;
-  while (state.prefix < state.nchunks && state.finished[state.prefix]) ++state.prefix;
+  uint8_t* finished = &s_.finished[state.finished];
+  finished[c] = 1;
+  while (state.prefix < state.nchunks && finished[state.prefix]) ++state.prefix;
   if (state.complete()) --remaining_;
 }
 
 bool Execution::RunLocalSteps() {
   bool progressed = false;
-  for (uint32_t index : local_steps_) {
-    StepState& state = states_[index];
+  for (uint32_t index : s_.local_steps) {
+    StepState& state = s_.states[index];
     const Step& step = *state.step;
     const Schedule& schedule = *state.bound->schedule;
     while (state.next_chunk < state.nchunks && ChunkReady(state, state.next_chunk)) {
@@ -230,7 +289,7 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
   std::vector<Slot>& slots = sending ? channel.send_slots : channel.recv_slots;
   size_t free_slot = 0;
   while (head < steps.size()) {
-    StepState& state = states_[steps[head]];
+    StepState& state = s_.states[steps[head]];
     if (state.next_chunk == state.nchunks) {
       ++head;
       continue;
@@ -274,7 +333,7 @@ bool Execution::ReapTransfers(PeerChannel& channel) {
   for (Slot& slot : channel.send_slots) {
     if (!slot.busy || !slot.request.done) continue;
     slot.busy = false;
-    FinishChunk(states_[slot.state], slot.chunk);
+    FinishChunk(s_.states[slot.state], slot.chunk);
     progressed = true;
   }
   // Staged receive-reduce chunks are applied in completion order (combined
@@ -282,7 +341,7 @@ bool Execution::ReapTransfers(PeerChannel& channel) {
   // bytes, and the step's dependants wait for the prefix.
   for (Slot& slot : channel.recv_slots) {
     if (!slot.busy || !slot.request.done) continue;
-    StepState& state = states_[slot.state];
+    StepState& state = s_.states[slot.state];
     const Step& step = *state.step;
     if (step.kind == StepKind::kRecvReduce && slot.request.combine == nullptr) {
       const Schedule& schedule = *state.bound->schedule;
@@ -299,10 +358,11 @@ bool Execution::ReapTransfers(PeerChannel& channel) {
 
 std::string Execution::DescribeWaiting() const {
   std::string text;
-  for (const PeerChannel& channel : channels_) {
+  for (const PeerChannel* it = channels_begin(); it != channels_end(); ++it) {
+    const PeerChannel& channel = *it;
     bool recv_pending = false, send_pending = false;
-    for (uint32_t index : channel.recv_steps) recv_pending |= !states_[index].complete();
-    for (uint32_t index : channel.send_steps) send_pending |= !states_[index].complete();
+    for (uint32_t index : channel.recv_steps) recv_pending |= !s_.states[index].complete();
+    for (uint32_t index : channel.send_steps) send_pending |= !s_.states[index].complete();
     if (recv_pending) text += StrCat(text.empty() ? "" : ", ", "data from peer ", channel.peer);
     if (send_pending) text += StrCat(text.empty() ? "" : ", ", "peer ", channel.peer, " to take data");
   }
@@ -316,17 +376,21 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
   while (remaining_ > 0) {
     if (abort.load(std::memory_order_relaxed)) return RemoteError("rank ", rank_, ": communicator aborted");
     bool progressed = RunLocalSteps();
-    for (PeerChannel& channel : channels_) {
-      CHORUS_RETURN_IF_ERROR(PostTransfers(channel, /*sending=*/true, &progressed));
-      CHORUS_RETURN_IF_ERROR(PostTransfers(channel, /*sending=*/false, &progressed));
+    for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
+      CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/true, &progressed));
+      CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/false, &progressed));
     }
     if (remaining_ == 0) break;
     int wait_ms = (progressed || idle_rounds < 64) ? 0 : std::min(deadline.RemainingMs(), 100);
     Status status = transport_->Progress(wait_ms);
     if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
-    for (PeerChannel& channel : channels_) progressed |= ReapTransfers(channel);
+    for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
+      progressed |= ReapTransfers(*channel);
+    }
     idle_rounds = progressed ? 0 : idle_rounds + 1;
-    if (!progressed && deadline.Expired()) {
+    // The clock is read only once polling has turned into waiting: the 64
+    // polls before it take microseconds, and a small launch never gets there.
+    if (!progressed && idle_rounds >= 64 && deadline.Expired()) {
       return TimeoutError("rank ", rank_, ": timed out waiting for ", DescribeWaiting(),
                           " (CHORUS_TIMEOUT_MS)");
     }
@@ -338,11 +402,18 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
 
 Status ExecuteSchedules(Transport* transport, int rank, const std::vector<BoundSchedule>& schedules,
                         const ExecutorOptions& options, const std::atomic<bool>& abort, Deadline deadline) {
-  Execution execution(transport, rank, options);
+  std::unique_ptr<ExecutorContext> own_context;
+  ExecutorContext* context = options.context;
+  if (context == nullptr) {
+    own_context = std::make_unique<ExecutorContext>();
+    context = own_context.get();
+  }
+  Execution execution(transport, rank, options, &context->state());
   CHORUS_RETURN_IF_ERROR(execution.Prepare(schedules));
   Status status = execution.Run(abort, deadline);
   // Requests may still be posted and transports have no cancel: Shutdown
-  // makes the transport let go of them before `execution` frees them.
+  // makes the transport let go of them before their slots are freed or
+  // reused by the next launch.
   if (!status.ok()) transport->Shutdown();
   return status;
 }

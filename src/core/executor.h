@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -26,6 +27,25 @@ struct BoundSchedule {
   uint64_t tag = 0;
 };
 
+struct ExecutionState;  // executor.cc
+
+// The executor's per-launch working memory (step states, dependency and
+// chunk tables, per-peer channels and their slots), kept between launches so
+// that a warm launch of a shape seen before allocates nothing: each launch
+// clears it and reuses its capacity. One launch at a time may use it.
+class ExecutorContext {
+ public:
+  ExecutorContext();
+  ~ExecutorContext();
+  ExecutorContext(const ExecutorContext&) = delete;
+  ExecutorContext& operator=(const ExecutorContext&) = delete;
+
+  ExecutionState& state() { return *state_; }
+
+ private:
+  std::unique_ptr<ExecutionState> state_;
+};
+
 struct ExecutorOptions {
   size_t chunk_bytes = 512 * 1024;
   int max_inflight_per_peer = 8;  // chunks in flight per peer and direction
@@ -33,6 +53,9 @@ struct ExecutorOptions {
   // Let endpoints that can (Endpoint::combine_on_receive) reduce receive-
   // reduce chunks as the bytes arrive, with no staging; false: always stage.
   bool combine_on_receive = true;
+  // Reusable working memory (the communicator keeps one); null: the call
+  // makes a fresh one, which allocates.
+  ExecutorContext* context = nullptr;
 };
 
 // Runs `schedules` to completion as one unit. On an error, abort or timeout

@@ -224,5 +224,27 @@ INSTANTIATE_TEST_SUITE_P(Values, BadEnvironmentTest,
                                            BadValue{"CHORUS_CHUNK_BYTES", "32"}, BadValue{"CHORUS_CHUNK_BYTES", "0"}),
                          [](const ::testing::TestParamInfo<BadValue>& info) { return std::to_string(info.index); });
 
+TEST_F(EnvironmentTest, ShmRingBytesIsAutomaticUnlessSet) {
+  Settings settings;
+  ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
+  EXPECT_EQ(settings.shm_ring_bytes, 0u);
+  for (const auto& [text, bytes] : std::vector<std::pair<const char*, size_t>>{
+           {"auto", 0}, {"0", 0}, {"256K", 256u << 10}, {"262208", 262208}, {"4M", 4u << 20}, {"1G", 1u << 30}}) {
+    Set("CHORUS_SHM_RING_BYTES", text);
+    settings.shm_ring_bytes = 7;
+    ASSERT_TRUE(Settings::FromEnvironment(&settings).ok()) << text;
+    EXPECT_EQ(settings.shm_ring_bytes, bytes) << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ShmRingBytes, BadEnvironmentTest,
+                         ::testing::Values(BadValue{"CHORUS_SHM_RING_BYTES", "128K"},
+                                           BadValue{"CHORUS_SHM_RING_BYTES", "262145"},
+                                           BadValue{"CHORUS_SHM_RING_BYTES", "2G"},
+                                           BadValue{"CHORUS_SHM_RING_BYTES", "big"},
+                                           BadValue{"CHORUS_SHM_RING_BYTES", "-1M"},
+                                           BadValue{"CHORUS_SHM_RING_BYTES", ""}),
+                         [](const ::testing::TestParamInfo<BadValue>& info) { return std::to_string(info.index); });
+
 }  // namespace
 }  // namespace chorus

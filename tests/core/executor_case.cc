@@ -1,8 +1,10 @@
 #include "executor_case.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -295,6 +297,68 @@ std::string RunExecutorCase(const ExecutorCase& c) {
       }
     }
   }
+  return "";
+}
+
+std::string RunRandomFloatAllReduce(const ExecutorCase& c, uint32_t seed, std::vector<std::vector<uint8_t>>* results) {
+  ExecutorCase floats = c;
+  floats.coll = Collective::kAllReduce;
+  floats.dtype = chorusFloat32;
+  const std::string context = DescribeExecutorCase(floats) + " seed=" + std::to_string(seed) + ": ";
+  if (c.transport != CaseTransport::kShm && c.transport != CaseTransport::kShmStaged) {
+    return context + "needs transport shm or shmstaged";
+  }
+  const size_t bytes = c.count * sizeof(float);
+  std::vector<CollectiveArgs> args(c.nranks);
+  std::vector<Schedule> schedules(c.nranks);
+  std::vector<std::vector<uint8_t>> send(c.nranks), recv(c.nranks, std::vector<uint8_t>(bytes, kJunk));
+  std::vector<std::vector<uint8_t>> scratch(c.nranks);
+  for (int r = 0; r < c.nranks; ++r) {
+    args[r].coll = Collective::kAllReduce;
+    args[r].count = c.count;
+    args[r].dtype = chorusFloat32;
+    args[r].op = ReduceOp::kSum;
+    args[r].nranks = c.nranks;
+    args[r].rank = r;
+    args[r].in_place = c.in_place;
+    Status status = BuildSchedule(args[r], c.algo, &schedules[r]);
+    if (!status.ok()) return context + "rank " + std::to_string(r) + ": " + status.message();
+    // Mantissas in [-1, 1) scaled by 2^-12..2^12: sums round differently
+    // in every order.
+    std::mt19937 random(seed * 7919u + static_cast<uint32_t>(r));
+    std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> exponent(-12, 12);
+    std::vector<float> values(c.count);
+    for (float& value : values) value = std::ldexp(mantissa(random), exponent(random));
+    send[r].resize(bytes);
+    if (bytes > 0) std::memcpy(send[r].data(), values.data(), bytes);
+    if (c.in_place) recv[r] = send[r];
+    scratch[r].assign(schedules[r].scratch_bytes, kJunk);
+  }
+  const std::atomic<bool> abort{false};
+  const RankFunction run_rank = [&](int r, Transport* transport) {
+    BoundSchedule bound;
+    bound.schedule = &schedules[r];
+    bound.send = c.in_place ? recv[r].data() : send[r].data();
+    bound.recv = recv[r].data();
+    bound.scratch = scratch[r].data();
+    bound.tag = kTag;
+    Workspace staging;
+    ExecutorOptions options;
+    options.chunk_bytes = c.chunk_bytes;
+    options.max_inflight_per_peer = c.max_inflight_per_peer;
+    options.staging = &staging;
+    options.combine_on_receive = c.transport == CaseTransport::kShm;
+    return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(kDeadlineMs));
+  };
+  uint64_t combined = 0;
+  const std::vector<Status> statuses = RunShmRanks(floats, run_rank, &combined);
+  for (int r = 0; r < c.nranks; ++r) {
+    if (!statuses[r].ok()) return context + "rank " + std::to_string(r) + " failed: " + statuses[r].message();
+  }
+  const bool expect_combined = c.transport == CaseTransport::kShm && c.nranks > 1 && c.count > 0;
+  if (expect_combined != (combined > 0)) return context + std::to_string(combined) + " chunks combined on receipt";
+  *results = std::move(recv);
   return "";
 }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 
@@ -40,5 +42,13 @@ std::string DescribeExecutorCase(const ExecutorCase& c);
 
 // Empty on success, else the first difference (or error) with context.
 std::string RunExecutorCase(const ExecutorCase& c);
+
+// An AllReduce of float32 Sum over an shm transport (c.transport kShm or
+// kShmStaged; c.dtype is ignored) with random inputs of varied magnitude
+// drawn from `seed`, so that rounding depends on the order of additions.
+// Fills each rank's receive buffer into `results`; empty on success, else
+// the error, or a note that the path that was asked for (combined on
+// receipt or staged) was not the one taken.
+std::string RunRandomFloatAllReduce(const ExecutorCase& c, uint32_t seed, std::vector<std::vector<uint8_t>>* results);
 
 }  // namespace chorus::testing

@@ -176,6 +176,62 @@ std::vector<ExecutorCase> ShmCases() {
 
 INSTANTIATE_TEST_SUITE_P(Shm, ExecutorCollectiveTest, ::testing::ValuesIn(ShmCases()), CaseName);
 
+// Random float32 sums, whose rounding depends on the order of additions,
+// are bitwise the same whether receive-reduce chunks are combined on
+// receipt (from the ring record or straight from the sender's buffer) or
+// staged first: both add in the same order. Chunks of 4 KiB travel in ring
+// records, chunks of 256 KiB are pulled; counts leave uneven tails.
+struct FloatPathCase {
+  Algorithm algo;
+  int nranks;
+  size_t count;
+  size_t chunk;
+  bool in_place;
+};
+
+class CombinedVersusStagedTest : public ::testing::TestWithParam<FloatPathCase> {};
+
+TEST_P(CombinedVersusStagedTest, RandomFloatSumsAreBitwiseIdentical) {
+  const FloatPathCase& p = GetParam();
+  ExecutorCase c = MakeCase(Collective::kAllReduce, p.algo, p.nranks, p.count, p.chunk, p.in_place, chorusFloat32);
+  for (uint32_t seed : {1u, 2u}) {
+    std::vector<std::vector<uint8_t>> combined, staged;
+    c.transport = CaseTransport::kShm;
+    ASSERT_EQ(RunRandomFloatAllReduce(c, seed, &combined), "");
+    c.transport = CaseTransport::kShmStaged;
+    ASSERT_EQ(RunRandomFloatAllReduce(c, seed, &staged), "");
+    ASSERT_EQ(combined.size(), static_cast<size_t>(p.nranks));
+    for (int r = 0; r < p.nranks; ++r) {
+      ASSERT_EQ(combined[r].size(), p.count * sizeof(float));
+      const auto mismatch = std::mismatch(combined[r].begin(), combined[r].end(), staged[r].begin());
+      EXPECT_TRUE(mismatch.first == combined[r].end())
+          << "seed " << seed << " rank " << r << " differs at byte " << (mismatch.first - combined[r].begin());
+      // And every rank holds the same result.
+      EXPECT_TRUE(combined[r] == combined[0]) << "seed " << seed << " rank " << r << " disagrees with rank 0";
+    }
+  }
+}
+
+std::vector<FloatPathCase> FloatPathCases() {
+  std::vector<FloatPathCase> cases;
+  for (Algorithm algo : {Algorithm::kRing, Algorithm::kDirect}) {
+    if (!Supports(algo, Collective::kAllReduce)) continue;
+    for (int nranks : {2, 3, 4}) {
+      cases.push_back({algo, nranks, 12345, 4096, nranks == 3});
+      cases.push_back({algo, nranks, 300001, size_t{256} << 10, nranks != 3});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shm, CombinedVersusStagedTest, ::testing::ValuesIn(FloatPathCases()),
+                         [](const ::testing::TestParamInfo<FloatPathCase>& info) {
+                           const FloatPathCase& p = info.param;
+                           return std::string(AlgorithmName(p.algo)) + "_n" + std::to_string(p.nranks) + "_c" +
+                                  std::to_string(p.count) + "_k" + std::to_string(p.chunk) +
+                                  (p.in_place ? "_inplace" : "_outofplace");
+                         });
+
 // Through a mux that mixes shm (combining) and in-process (staging) peers.
 std::vector<ExecutorCase> MixedCases() {
   std::vector<ExecutorCase> cases;

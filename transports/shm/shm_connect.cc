@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "transports/shm/shm_futex.h"
+#include "transports/shm/shm_names.h"
 #include "transports/shm/shm_peer.h"
 #include "transports/shm/shm_transport.h"
 
@@ -90,8 +91,23 @@ shm::PullMethod ShmTransport::ProbePull(const Peer& peer) const {
 Status ShmTransport::AwaitAttachments(int expected, const std::vector<std::unique_ptr<Peer>>& peers,
                                       Deadline deadline) {
   std::chrono::microseconds pause(20);
+  auto next_liveness_check = Clock::now();
   while (header()->attached.load(std::memory_order_acquire) < static_cast<uint32_t>(expected)) {
     if (shut_down_.load()) return InvalidUsage("shm transport shut down while connecting");
+    if (Clock::now() >= next_liveness_check) {
+      // A peer that died before mapping our segment never will: fail now, not at the deadline.
+      next_liveness_check = Clock::now() + std::chrono::milliseconds(5);
+      for (const auto& peer : peers) {
+        if (peer == nullptr || peer->pid == pid_ || !shm::ProcessGone(peer->pid)) continue;
+        const shm::RingControl* control =
+            shm::RingControlOf(segment_->data(), tuning_.ring_bytes, peer->endpoint.peer());
+        uint8_t zero[shm::kMacBytes] = {};
+        if (std::memcmp(control->sender_mac, zero, sizeof(zero)) == 0) {
+          return RemoteError("shm transport: ", peer->label, " died before mapping the segment of rank ",
+                             options_.rank);
+        }
+      }
+    }
     if (deadline.Expired()) {
       // Who is missing: those whose proof is not in our segment yet.
       std::string missing;
@@ -129,8 +145,12 @@ Status ShmTransport::VerifySenders(const std::vector<std::unique_ptr<Peer>>& pee
 Status ShmTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
   if (connected_) return InvalidUsage("shm transport: Connect called twice");
   Status status = ConnectPeers(addresses, deadline);
-  // Nobody else will map our segment now: leave no name behind.
-  if (!status.ok()) segment_->Unlink();
+  // Nobody else will map our segment now: leave no name behind, nor the
+  // names of peers that died before their segment was mapped.
+  if (!status.ok()) {
+    segment_->Unlink();
+    shm::UnlinkSegmentsOfDeadRanks(options_.secret);
+  }
   return status;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,16 +30,42 @@ class FdCloser {
   int fd_;
 };
 
-Status RandomName(std::string* name) {
+Status RandomSuffix(std::string* name) {
   uint8_t random[16];
   CHORUS_RETURN_IF_ERROR(FillRandom(random, sizeof(random)));
   static const char kHex[] = "0123456789abcdef";
-  *name = "/chorus-shm-";
   for (uint8_t byte : random) {
     name->push_back(kHex[byte >> 4]);
     name->push_back(kHex[byte & 15]);
   }
   return Status::Ok();
+}
+
+// Backs every page now. tmpfs lets ftruncate grow a file past its free
+// space and then kills the first touch of a missing page with SIGBUS; an
+// allocation that fails here is an error the caller can report.
+Status Reserve(int fd, size_t bytes, const std::string& name) {
+  int error = 0;
+  do {
+    error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  } while (error == EINTR);
+  if (error == EOPNOTSUPP) {
+    // A filesystem that cannot preallocate (not tmpfs): size it only.
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0) return Status::Ok();
+    error = errno;
+  }
+  if (error == 0) return Status::Ok();
+  if (error == ENOSPC || error == EFBIG || error == ENOMEM) {
+    struct statvfs space = {};
+    std::string room = "no room";
+    if (::fstatvfs(fd, &space) == 0 && space.f_blocks > 0) {
+      const unsigned long long block = space.f_frsize;
+      room = StrCat(space.f_bavail * block, " bytes free (of ", space.f_blocks * block, ")");
+    }
+    return SystemError("shared memory segment ", name, " needs ", bytes, " bytes but /dev/shm has ", room, " (",
+                       std::strerror(error), ")");
+  }
+  return ErrnoError(error, StrCat("reserving ", bytes, " bytes of shared memory ", name));
 }
 
 Status Map(int fd, size_t bytes, const std::string& name, void** data) {
@@ -58,19 +85,15 @@ ShmSegment::~ShmSegment() {
   ::munmap(data_, size_);
 }
 
-Status ShmSegment::Create(size_t bytes, std::unique_ptr<ShmSegment>* out) {
-  std::string name;
-  CHORUS_RETURN_IF_ERROR(RandomName(&name));
+Status ShmSegment::Create(const std::string& prefix, size_t bytes, std::unique_ptr<ShmSegment>* out) {
+  std::string name = prefix;
+  CHORUS_RETURN_IF_ERROR(RandomSuffix(&name));
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError(errno, StrCat("shm_open(", name, ")"));
   FdCloser closer(fd);
-  Status status;
   void* data = nullptr;
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    status = ErrnoError(errno, StrCat("ftruncate of shared memory ", name, " to ", bytes, " bytes"));
-  } else {
-    status = Map(fd, bytes, name, &data);
-  }
+  Status status = Reserve(fd, bytes, name);
+  if (status.ok()) status = Map(fd, bytes, name, &data);
   if (!status.ok()) {
     ::shm_unlink(name.c_str());
     return status;

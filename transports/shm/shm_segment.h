@@ -1,7 +1,8 @@
 // ShmSegment: one POSIX shared-memory object, mapped. The creator names it
-// with 128 random bits (O_EXCL, mode 0600) and unlinks it as soon as every
-// peer has mapped it, so a killed process leaves nothing in /dev/shm; the
-// mappings stay valid after the unlink.
+// with a caller's prefix and 128 random bits (O_EXCL, mode 0600), backs
+// every page at creation (a full /dev/shm is an error, not a later SIGBUS)
+// and unlinks it as soon as every peer has mapped it; the mappings stay
+// valid after the unlink.
 #pragma once
 
 #include <atomic>
@@ -21,8 +22,9 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
-  // Creates and maps a fresh zero-filled segment of `bytes`.
-  static Status Create(size_t bytes, std::unique_ptr<ShmSegment>* out);
+  // Creates and maps a fresh zero-filled segment of `bytes` named
+  // `prefix` + 32 random hex digits; nothing is left behind on failure.
+  static Status Create(const std::string& prefix, size_t bytes, std::unique_ptr<ShmSegment>* out);
   // Maps an existing segment; fails unless it is exactly `expected_bytes`.
   static Status Open(const std::string& name, size_t expected_bytes, std::unique_ptr<ShmSegment>* out);
 

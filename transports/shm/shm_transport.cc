@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
 #include <new>
 
 #include "transports/host_identity.h"
 #include "transports/shm/shm_futex.h"
+#include "transports/shm/shm_names.h"
 #include "transports/shm/shm_peer.h"
 #include "transports/socket/socket.h"
 
@@ -43,23 +43,12 @@ inline void CpuRelax() {
 #endif
 }
 
-// kill(pid, 0) alone misses zombies (dead, not yet reaped).
-bool ProcessGone(pid_t pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::ifstream stat(StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const size_t paren = line.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= line.size()) return false;
-  const char state = line[paren + 2];
-  return state == 'Z' || state == 'X';
-}
-
 }  // namespace
 
 Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport,
                           const ShmTuning& requested) {
   ShmTuning tuning = requested;
+  if (tuning.ring_bytes == 0) tuning.ring_bytes = options.shm_ring_bytes;
   if (tuning.ring_bytes == 0) tuning.ring_bytes = shm::AutoRingBytes(options.nranks);
   if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
     return InvalidArgument("shm transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");
@@ -93,7 +82,14 @@ TransportCapabilities ShmTransport::capabilities() const {
 
 Status ShmTransport::CreateSegment() {
   const size_t bytes = shm::SegmentBytes(options_.nranks, tuning_.ring_bytes);
-  CHORUS_RETURN_IF_ERROR(shm::ShmSegment::Create(bytes, &segment_).WithContext("shm transport"));
+  const std::string prefix = shm::SegmentPrefix(options_.secret, options_.rank, pid_);
+  Status status = shm::ShmSegment::Create(prefix, bytes, &segment_);
+  if (!status.ok()) {
+    return Status(status.code(), StrCat("shm transport: rank ", options_.rank, " needs ", options_.nranks,
+                                        " rings of ", tuning_.ring_bytes, " bytes: ", status.message(),
+                                        "; lower CHORUS_SHM_RING_BYTES, enlarge /dev/shm (docker run --shm-size) "
+                                        "or set CHORUS_TRANSPORT=tcp"));
+  }
   auto* created = new (segment_->data()) shm::SegmentHeader();
   created->magic = shm::kSegmentMagic;
   created->version = shm::kLayoutVersion;
@@ -172,7 +168,7 @@ Status ShmTransport::CheckPeers() {
       CHORUS_RETURN_IF_ERROR(PumpPeer(*peer, &progressed));
       if (!peer->idle()) return Fail(RemoteError(peer->label, " shut down its shm transport with requests pending"));
     }
-    if (check_liveness && peer->pid != pid_ && ProcessGone(peer->pid)) {
+    if (check_liveness && peer->pid != pid_ && shm::ProcessGone(peer->pid)) {
       // What it did before exiting (consume our last records) still counts:
       // a peer that finished and exited is not a failure.
       bool progressed = false;
@@ -247,6 +243,9 @@ void ShmTransport::Shutdown() {
   if (shut_down_.exchange(true) || segment_ == nullptr) return;
   header()->closed.store(1, std::memory_order_seq_cst);
   segment_->Unlink();
+  // Set-up never finished (a peer may have died before anyone mapped its
+  // segment): remove what dead ranks of this communicator left behind.
+  if (!connected_) shm::UnlinkSegmentsOfDeadRanks(options_.secret);
   for (Peer* peer : connected_peers_) shm::WakeOwner(peer->header());
   shm::WakeOwner(header());
   // A peer may be copying out of one of our buffers right now; once we

@@ -11,7 +11,9 @@
 //
 // Set-up is authenticated both ways with the communicator secret, and each
 // segment's name is unlinked as soon as all peers mapped it, so nothing is
-// left in /dev/shm even when a process is killed later.
+// left in /dev/shm even when a process is killed later; a rank whose set-up
+// fails removes the segments its dead peers left (shm_names.h). Segment
+// pages are reserved at creation: a full /dev/shm is a clear error.
 //
 // Every endpoint combines on receipt (TransferRequest::combine): from the
 // ring record, straight from the sender's buffer between threads, or piece
@@ -52,7 +54,8 @@ struct ShmTuning {
   // VM (the kernel copy pins pages; two user-space copies on two cores, or
   // one copy and a combine from the ring, are cheaper; docs/performance.md).
   bool pull_from_processes = false;
-  // Per sender; multiple of 64, >= 2 records. 0: shm::AutoRingBytes(nranks).
+  // Per sender; multiple of 64, >= 2 records. 0: TransportOptions::
+  // shm_ring_bytes, and when that is 0 too, shm::AutoRingBytes(nranks).
   size_t ring_bytes = 0;
   // Messages this large are pulled single-copy when the receiver can.
   size_t single_copy_min_bytes = shm::kSingleCopyThreshold;
