@@ -11,6 +11,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/segments.h"
 #include "collective_case.h"
+#include "float_allreduce.h"
 #include "virtual_executor.h"
 
 namespace chorus::testing {
@@ -112,28 +113,6 @@ TEST(DirectAlgorithm, RoundKTalksToRPlusKAndRMinusK) {
   }
 }
 
-// Runs a float32 sum direct allreduce of `inputs` (one vector per rank) on
-// virtual ranks and returns every rank's result.
-std::vector<std::vector<float>> RunFloatAllReduce(const std::vector<std::vector<float>>& inputs,
-                                                  const VirtualRunOptions& run, bool in_place) {
-  const int p = static_cast<int>(inputs.size());
-  const size_t count = inputs[0].size();
-  std::vector<Schedule> schedules(p);
-  std::vector<std::vector<float>> send(inputs), recv(p, std::vector<float>(count, -1.0f));
-  std::vector<RankMemory> memory(p);
-  for (int r = 0; r < p; ++r) {
-    CollectiveArgs args = Args(Collective::kAllReduce, p, r, count);
-    args.in_place = in_place;
-    EXPECT_TRUE(BuildSchedule(args, Algorithm::kDirect, &schedules[r]).ok());
-    memory[r].send = reinterpret_cast<uint8_t*>(send[r].data());
-    memory[r].recv = reinterpret_cast<uint8_t*>(in_place ? send[r].data() : recv[r].data());
-    memory[r].send_bytes = memory[r].recv_bytes = count * sizeof(float);
-  }
-  const std::string error = RunVirtualRanks(schedules, memory, run);
-  EXPECT_TRUE(error.empty()) << error;
-  return in_place ? send : recv;
-}
-
 TEST(DirectAlgorithm, FloatResultsAreBitIdenticalOnEveryRankAndEveryOrder) {
   std::mt19937 random(42);
   std::uniform_real_distribution<float> value(-1000.0f, 1000.0f);
@@ -161,7 +140,7 @@ TEST(DirectAlgorithm, FloatResultsAreBitIdenticalOnEveryRankAndEveryOrder) {
           run.chunk_bytes = chunk;
           run.rendezvous = rendezvous;
           run.seed = ++seed;
-          const auto results = RunFloatAllReduce(inputs, run, in_place);
+          const auto results = RunFloatSumAllReduce(Algorithm::kDirect, inputs, run, in_place);
           for (int r = 0; r < p; ++r) {
             ASSERT_EQ(std::memcmp(results[r].data(), expected.data(), count * sizeof(float)), 0)
                 << "p=" << p << " rank " << r << " chunk " << chunk << (in_place ? " in place" : "");

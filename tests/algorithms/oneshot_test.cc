@@ -11,6 +11,7 @@
 
 #include "algorithms/algorithm.h"
 #include "collective_case.h"
+#include "float_allreduce.h"
 #include "virtual_executor.h"
 
 namespace chorus::testing {
@@ -65,24 +66,6 @@ TEST(OneShotAlgorithm, OneRoundOfWholeBuffers) {
   }
 }
 
-std::vector<std::vector<float>> RunFloat(const std::vector<std::vector<float>>& inputs, const VirtualRunOptions& run,
-                                         bool in_place) {
-  const int p = static_cast<int>(inputs.size());
-  const size_t count = inputs[0].size();
-  std::vector<Schedule> schedules(p);
-  std::vector<std::vector<float>> send(inputs), recv(p, std::vector<float>(count, -1.0f));
-  std::vector<RankMemory> memory(p);
-  for (int r = 0; r < p; ++r) {
-    EXPECT_TRUE(BuildSchedule(Args(p, r, count, in_place), Algorithm::kOneShot, &schedules[r]).ok());
-    memory[r].send = reinterpret_cast<uint8_t*>(send[r].data());
-    memory[r].recv = reinterpret_cast<uint8_t*>(in_place ? send[r].data() : recv[r].data());
-    memory[r].send_bytes = memory[r].recv_bytes = count * sizeof(float);
-  }
-  const std::string error = RunVirtualRanks(schedules, memory, run);
-  EXPECT_TRUE(error.empty()) << error;
-  return in_place ? send : recv;
-}
-
 TEST(OneShotAlgorithm, FloatsAreReducedInRankOrderOnEveryRank) {
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-1000.0f, 1000.0f);
@@ -106,7 +89,7 @@ TEST(OneShotAlgorithm, FloatsAreReducedInRankOrderOnEveryRank) {
           run.chunk_bytes = chunk;
           run.rendezvous = rendezvous;
           run.seed = ++seed;
-          const auto results = RunFloat(inputs, run, in_place);
+          const auto results = RunFloatSumAllReduce(Algorithm::kOneShot, inputs, run, in_place);
           for (int r = 0; r < p; ++r) {
             ASSERT_EQ(std::memcmp(results[r].data(), expected.data(), count * sizeof(float)), 0)
                 << "p=" << p << " rank " << r << " chunk " << chunk << (in_place ? " in place" : "");
