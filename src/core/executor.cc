@@ -224,12 +224,14 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
   if (staging_channels > 0) staging = options_.staging->Reserve(staging_channels * slots * max_chunk);
   for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
     // Slots are idle after every launch that succeeded; after a failure the
-    // transport was shut down and let go of their requests.
+    // transport was shut down and let go of their requests. Posting a chunk
+    // sets the rest of a slot.
     channel->send_slots.resize(slots);
     channel->recv_slots.resize(slots);
-    for (Slot& slot : channel->send_slots) slot = Slot();
+    for (Slot& slot : channel->send_slots) slot.busy = false;
     for (Slot& slot : channel->recv_slots) {
-      slot = Slot();
+      slot.busy = false;
+      slot.staging = nullptr;
       if (!channel->needs_staging) continue;
       slot.staging = staging;
       staging += max_chunk;

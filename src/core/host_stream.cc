@@ -1,6 +1,9 @@
 #include "core/host_stream.h"
 
-#include "core/spin_wait.h"
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
 
 namespace chorus {
 namespace {
@@ -12,9 +15,43 @@ constexpr SpinBudget kWorkerPoll{microseconds(2), microseconds(50)};
 // Synchronize polls this long before sleeping: a small collective is done
 // by then on idle cores; longer ones are worth the sleep.
 constexpr SpinBudget kSynchronizePoll{microseconds(2), microseconds(50)};
+
+// The first fields of the kernel's struct sched_attr (SCHED_ATTR_SIZE_VER0);
+// <linux/sched/types.h> clashes with glibc's <sched.h>.
+struct SchedAttr {
+  uint32_t size;
+  uint32_t policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime_ns;  // for SCHED_OTHER (Linux >= 6.12): the requested slice
+  uint64_t deadline_ns;
+  uint64_t period_ns;
+};
+constexpr uint64_t kWorkerSliceNs = 100'000;  // the kernel's minimum
+
+// The worker sleeps in epoll while a collective waits on the network, then
+// has a few microseconds of work (a reduction, the next send) on which the
+// whole ring waits. On cores shared with computing threads, a woken task
+// with the default slice (3 ms) often waits for the running one's slice to
+// end; EEVDF lets a task that asks for a short slice preempt at wake-up.
+// No privilege is needed. Older kernels ignore or refuse it: then nothing
+// changes.
+void RequestShortSlice() {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+  SchedAttr attr = {};
+  if (::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return;
+  if (attr.policy != SCHED_OTHER) return;  // batch, idle or real-time: the caller's choice
+  attr.size = sizeof(attr);
+  attr.flags = 0;
+  attr.runtime_ns = kWorkerSliceNs;
+  (void)::syscall(SYS_sched_setattr, 0, &attr, 0);
+#endif
+}
 }  // namespace
 
-HostStream::HostStream() : worker_([this] { Serve(); }) {}
+HostStream::HostStream()
+    : worker_poll_(kWorkerPoll), synchronize_poll_(kSynchronizePoll), worker_([this] { Serve(); }) {}
 
 HostStream::~HostStream() {
   {
@@ -37,7 +74,7 @@ void HostStream::Enqueue(std::function<Status()> work) {
 }
 
 Status HostStream::Synchronize() {
-  SpinThenYield(kSynchronizePoll, [&] { return outstanding_.load(std::memory_order_acquire) == 0; });
+  synchronize_poll_.Wait([&] { return outstanding_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   idle_cv_.wait(lock, [&] { return queue_.empty() && !running_; });
   Status status = first_error_;
@@ -52,11 +89,12 @@ Status HostStream::Query() {
 }
 
 void HostStream::Serve() {
+  RequestShortSlice();
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (queue_.empty() && !stopping_.load(std::memory_order_relaxed)) {
       lock.unlock();
-      SpinThenYield(kWorkerPoll, [&] {
+      worker_poll_.Wait([&] {
         return queued_.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_acquire);
       });
       lock.lock();

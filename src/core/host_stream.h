@@ -5,7 +5,12 @@
 // Hand-off: a sleeping thread takes microseconds to wake, more than a small
 // collective runs, so the worker polls for new work for a while after each
 // item, and Synchronize polls for completion, both spinning then yielding
-// (core/spin_wait.h), before they sleep on a condition variable.
+// (core/spin_wait.h), before they sleep on a condition variable. Both polls
+// are adaptive: where they keep running out (long collectives, a training
+// loop that enqueues once per step) they stop, leaving the CPU to the
+// computation. The worker asks the kernel for a short scheduler slice, so it
+// runs soon after the network wakes it even when computing threads fill the
+// cores.
 #pragma once
 
 #include <atomic>
@@ -17,6 +22,7 @@
 #include <thread>
 
 #include "base/status.h"
+#include "core/spin_wait.h"
 
 namespace chorus {
 
@@ -48,7 +54,9 @@ class HostStream {
   std::atomic<size_t> outstanding_{0};  // queued or running items
   std::atomic<size_t> queued_{0};       // items in queue_
   std::atomic<bool> stopping_{false};
-  std::thread worker_;
+  AdaptiveSpin worker_poll_;        // the worker, for new work
+  AdaptiveSpin synchronize_poll_;   // Synchronize, for completion
+  std::thread worker_;  // last: starts once everything above exists
 };
 
 }  // namespace chorus

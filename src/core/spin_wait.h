@@ -4,10 +4,19 @@
 // first polls: a few microseconds of busy spinning, which wins when cores
 // are idle, then sched_yield, which hands the core to whoever we wait for
 // when ranks outnumber cores. Only then does the caller sleep.
+//
+// AdaptiveSpin remembers whether its spins pay off. A wait that is always
+// long (a host stream's worker between the steps of a training loop, a
+// synchronize issued while a 30 ms AllReduce runs) only burns CPU that other
+// ranks on the same cores need, and each sched_yield is a syscall and often
+// a context switch. After a few misses in a row it goes straight to sleep,
+// spinning again on every kProbeEvery-th wait to notice when waits turn
+// short again (back-to-back small collectives).
 #pragma once
 
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 
 namespace chorus {
@@ -45,5 +54,33 @@ bool SpinThenYield(const SpinBudget& budget, Ready&& ready) {
     }
   }
 }
+
+class AdaptiveSpin {
+ public:
+  static constexpr unsigned kMissesBeforeSkipping = 4;
+  static constexpr unsigned kProbeEvery = 16;
+
+  explicit constexpr AdaptiveSpin(SpinBudget budget) : budget_(budget) {}
+
+  // SpinThenYield, or only one check of ready() while spinning does not pay.
+  // Safe from several threads (the counters are a hint, never a guarantee).
+  template <typename Ready>
+  bool Wait(Ready&& ready) {
+    const unsigned misses = misses_.load(std::memory_order_relaxed);
+    if (misses >= kMissesBeforeSkipping && (misses - kMissesBeforeSkipping) % kProbeEvery != kProbeEvery - 1) {
+      misses_.store(misses + 1, std::memory_order_relaxed);
+      return ready();
+    }
+    const bool paid = SpinThenYield(budget_, ready);
+    misses_.store(paid ? 0 : misses + 1, std::memory_order_relaxed);
+    return paid;
+  }
+
+  bool skipping() const { return misses_.load(std::memory_order_relaxed) >= kMissesBeforeSkipping; }
+
+ private:
+  SpinBudget budget_;
+  std::atomic<unsigned> misses_{0};
+};
 
 }  // namespace chorus

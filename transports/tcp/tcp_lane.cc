@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace chorus {
@@ -97,6 +98,17 @@ Status TcpLane::CheckHeader(const TransferRequest& request) const {
   return Status::Ok();
 }
 
+void TcpLane::SetReceiveLowWatermark(size_t bytes_wanted) {
+  const int wanted = bytes_wanted >= kMinReceiveBatch
+                         ? static_cast<int>(std::min(bytes_wanted, kMaxReceiveBatch))
+                         : 1;
+  if (wanted == receive_low_watermark_) return;
+  // The kernel re-checks readiness when it is set, so bytes that arrived
+  // since our EAGAIN still raise an event. On failure we keep the old value:
+  // it costs wake-ups, never correctness (every wanted byte will arrive).
+  if (::setsockopt(fd(), SOL_SOCKET, SO_RCVLOWAT, &wanted, sizeof(wanted)) == 0) receive_low_watermark_ = wanted;
+}
+
 Status TcpLane::ProgressRecvs(bool* progressed) {
   constexpr size_t kHeader = sizeof(WireHeader);
   while (recv_head_ != nullptr && readable_) {
@@ -117,6 +129,9 @@ Status TcpLane::ProgressRecvs(bool* progressed) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
           readable_ = false;
+          // Only a checked header may raise the watermark: a mismatched
+          // sender might never send the bytes we would wait for.
+          SetReceiveLowWatermark(recv_header_bytes_ == kHeader ? wanted : 0);
           break;
         }
         return IoError(errno, "receiving from");
