@@ -107,7 +107,7 @@ class ShmTransport : public Transport {
   Status Post(int peer, TransferRequest* request, bool is_send);
   Status PumpAll(bool* progressed);
   Status PumpPeer(Peer& peer, bool* progressed);
-  Status CheckPeers();
+  Status CheckPeers(bool force = false);
   Status Wait(int timeout_ms);
   Status SleepOnce(int64_t timeout_us);
   Status Fail(Status status);
@@ -130,6 +130,7 @@ class ShmTransport : public Transport {
   std::vector<CacheLine> bounce_storage_;
   shm::BounceBuffer bounce_;
   Clock::time_point next_liveness_check_ = {};
+  uint32_t idle_polls_ = 0;  // CheckPeers calls, to read the clock only now and then
   Status error_;
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the peers
   std::atomic<bool> shut_down_{false};
