@@ -142,6 +142,23 @@ Status ShmTransport::VerifySenders(const std::vector<std::unique_ptr<Peer>>& pee
   return Status::Ok();
 }
 
+shm::WaitPolicy ShmTransport::ChooseWaitPolicy(const std::vector<std::unique_ptr<Peer>>& peers) const {
+  switch (tuning_.wait_mode) {
+    case ShmWaitMode::kDedicatedCores:
+      return shm::kDedicatedCoresPolicy;
+    case ShmWaitMode::kSharedCores:
+      return shm::kSharedCoresPolicy;
+    default:
+      break;
+  }
+  // Every local rank's mask; peers wrote theirs before publishing.
+  std::vector<shm::CpuMask> masks = {header()->owner_cpus};
+  for (const auto& peer : peers) {
+    if (peer != nullptr) masks.push_back(peer->header()->owner_cpus);
+  }
+  return shm::RanksOutnumberCpus(masks) ? shm::kSharedCoresPolicy : shm::kDedicatedCoresPolicy;
+}
+
 Status ShmTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
   if (connected_) return InvalidUsage("shm transport: Connect called twice");
   Status status = ConnectPeers(addresses, deadline);
@@ -202,6 +219,7 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
   }
   std::lock_guard<std::mutex> lock(shutdown_mutex_);
   if (shut_down_.load()) return InvalidUsage("shm transport shut down while connecting");
+  wait_policy_ = ChooseWaitPolicy(peers);
   peers_ = std::move(peers);
   for (auto& peer : peers_) {
     if (peer != nullptr) connected_peers_.push_back(peer.get());

@@ -12,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "transports/shm/shm_wait_policy.h"
+
 namespace chorus {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
@@ -56,6 +58,7 @@ struct alignas(kCacheLine) SegmentHeader {
   uint64_t owner_view_address;   // where the owner mapped this segment: the CMA probe reads it
   uint8_t nonce[kMacBytes];      // random, per segment
   uint8_t owner_mac[kMacBytes];  // MAC(secret, "shm-owner", nonce, owner_rank)
+  CpuMask owner_cpus;            // the owner's CPU affinity: peers decide whether ranks outnumber CPUs
 
   // The owner sleeps on futex_word; whoever gives it work bumps the word and
   // wakes it, but only when `sleeping` says a wake-up is needed.

@@ -18,11 +18,6 @@ namespace {
 
 using std::chrono::microseconds;
 
-// Waiting: spin this long, then yield until kYieldUntil, then sleep. Spinning
-// wins with idle cores; yielding keeps it from collapsing when ranks
-// outnumber cores.
-constexpr auto kSpinFor = microseconds(10);
-constexpr auto kYieldUntil = microseconds(100);
 // While requests are pending, sleeps are this short so a dead peer is
 // noticed; this is also how often pids are polled.
 constexpr int64_t kPendingSleepSliceUs = 5000;
@@ -100,6 +95,7 @@ Status ShmTransport::CreateSegment() {
   created->ring_bytes = tuning_.ring_bytes;
   created->segment_bytes = bytes;
   created->owner_view_address = reinterpret_cast<uintptr_t>(segment_->data());
+  created->owner_cpus = shm::CurrentCpuMask();
   CHORUS_RETURN_IF_ERROR(FillRandom(created->nonce, sizeof(created->nonce)));
   shm::SegmentMac(options_.secret, "shm-owner", created->nonce, options_.rank, created->owner_mac);
   for (int sender = 0; sender < options_.nranks; ++sender) {
@@ -194,7 +190,11 @@ Status ShmTransport::Progress(int timeout_ms) {
   CHORUS_RETURN_IF_ERROR(PumpAll(&progressed));
   if (progressed) return Status::Ok();
   CHORUS_RETURN_IF_ERROR(CheckPeers());
-  if (timeout_ms <= 0) return Status::Ok();
+  if (timeout_ms <= 0) {
+    // The peer we wait for may need this core (ranks outnumber CPUs).
+    if (wait_policy_.yield_when_idle) ::sched_yield();
+    return Status::Ok();
+  }
   return Wait(timeout_ms);
 }
 
@@ -209,9 +209,9 @@ Status ShmTransport::Wait(int timeout_ms) {
     if (progressed) return Status::Ok();
     const Clock::time_point now = Clock::now();
     if (now >= end) return CheckPeers(/*force=*/true);
-    if (now - start < kSpinFor) {
+    if (now - start < wait_policy_.spin) {
       for (int i = 0; i < 32; ++i) CpuRelax();
-    } else if (now - start < kYieldUntil) {
+    } else if (now - start < wait_policy_.yield_until) {
       ::sched_yield();
     } else {
       CHORUS_RETURN_IF_ERROR(CheckPeers(/*force=*/true));

@@ -21,7 +21,9 @@
 //
 // Waiting (Progress with a timeout) spins briefly, then yields, then sleeps
 // on a futex word in our own segment that peers bump when they give us
-// work. Peers that shut down are seen through a flag in their segment;
+// work. When the ranks of this host outnumber the CPUs they may run on
+// (decided at Connect from the affinity masks in the segments,
+// shm_wait_policy.h), it never spins and an idle Progress(0) yields. Peers that shut down are seen through a flag in their segment;
 // peers that die, by polling their pid every few milliseconds while we wait
 // on them.
 //
@@ -41,9 +43,13 @@
 #include "transports/shm/shm_channel.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/shm_wait_policy.h"
 #include "transports/transport.h"
 
 namespace chorus {
+
+// Which wait policy (shm_wait_policy.h): decided at Connect, or forced.
+enum class ShmWaitMode { kAuto, kDedicatedCores, kSharedCores };
 
 // Knobs beyond TransportOptions, mainly for tests.
 struct ShmTuning {
@@ -63,6 +69,7 @@ struct ShmTuning {
   // are read in pieces of this size (a multiple of 64) into a bounce buffer
   // and combined from there.
   size_t combine_piece_bytes = shm::kDefaultCombinePieceBytes;
+  ShmWaitMode wait_mode = ShmWaitMode::kAuto;
 };
 
 // Creates this rank's segment; LocalAddress() names it.
@@ -87,6 +94,8 @@ class ShmTransport : public Transport {
   shm::ShmStats stats() const { return stats_; }
   // How this rank receives large messages from `peer` (after Connect).
   shm::PullMethod pull_method(int peer) const;
+  // Whether waits yield instead of spinning (after Connect).
+  bool shares_cores() const { return wait_policy_.yield_when_idle; }
 
  private:
   friend Status CreateShmTransport(const TransportOptions&, std::unique_ptr<Transport>*, const ShmTuning&);
@@ -103,6 +112,7 @@ class ShmTransport : public Transport {
   shm::PullMethod ProbePull(const Peer& peer) const;
   Status AwaitAttachments(int expected, const std::vector<std::unique_ptr<Peer>>& peers, Deadline deadline);
   Status VerifySenders(const std::vector<std::unique_ptr<Peer>>& peers) const;
+  shm::WaitPolicy ChooseWaitPolicy(const std::vector<std::unique_ptr<Peer>>& peers) const;
 
   Status Post(int peer, TransferRequest* request, bool is_send);
   Status PumpAll(bool* progressed);
@@ -130,6 +140,7 @@ class ShmTransport : public Transport {
   std::vector<CacheLine> bounce_storage_;
   shm::BounceBuffer bounce_;
   Clock::time_point next_liveness_check_ = {};
+  shm::WaitPolicy wait_policy_ = shm::kDedicatedCoresPolicy;
   uint32_t idle_polls_ = 0;  // CheckPeers calls, to read the clock only now and then
   Status error_;
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the peers
