@@ -124,10 +124,14 @@ fi
 # Cluster runs: one rank per emulated host, one epoch of --cluster-steps
 # steps, BLAS single-threaded. Each rank prints the bytes its eth0 sent
 # (/proc/net/dev inside its namespace: everything on the wire, TCP included).
+# The 1-minute load average when each cluster run starts: on a shared
+# machine the pipe-sgd/sync ratio moves with it (docs/trainer.md).
+declare -A load_at_start
 cluster() {
   local name=$1
   shift
   rm -f "$out/$name.csv"
+  load_at_start[$name]=$(cut -d' ' -f1 /proc/loadavg)
   echo "bench: $name: cluster.sh -n 4 -- chorus_trainer $*" >&2
   "$root/perf/cluster/cluster.sh" -n 4 -t 600 -- bash -c \
     'tx() { awk "/eth0:/ { sub(/.*:/, \"\"); print \$9 }" /proc/net/dev; }
@@ -142,7 +146,7 @@ time_split() { echo "$(column "$1" compute_seconds) s compute / $(column "$1" co
 link_mb() { awk '/eth0_tx_bytes/ { s += $NF; n++ } END { printf "%.1f", s / n / 1e6 }' "$1"; }
 if want d; then
   cluster_batch=${CLUSTER_BATCH:-16}
-  pipe_batch=${PIPE_BATCH:-80}
+  pipe_batch=${PIPE_BATCH:-128}
   cluster lion-f32 "${lion_opt[@]}" --batch "$cluster_batch" --optimizer lion
   rc_lion=$?
   cluster lion-cub "${lion_opt[@]}" --batch "$cluster_batch" --lion-cub
@@ -167,7 +171,7 @@ if want d; then
     row "(d) lion-cub step >= 2x shorter than float32 Lion" "lion-f32, lion-cub (batch $cluster_batch)" \
         "$mf vs $mc ms/step: $(awk "BEGIN { printf \"%.2f\", $mf / $mc }")x" "$(verdict "$mf >= 2 * $mc")"
     ms=$(step_ms "$out/sync-c.csv") mp=$(step_ms "$out/pipe-sgd-c.csv")
-    row "(d) pipe-sgd step <= 0.65x of sync" "sync-c, pipe-sgd-c (batch $pipe_batch; sync: $(time_split "$out/sync-c.csv"))" \
+    row "(d) pipe-sgd step <= 0.65x of sync" "sync-c, pipe-sgd-c (batch $pipe_batch; sync: $(time_split "$out/sync-c.csv"); load average ${load_at_start[sync-c]} / ${load_at_start[pipe-sgd-c]})" \
         "$mp vs $ms ms/step: $(awk "BEGIN { printf \"%.2f\", $mp / $ms }")x" "$(verdict "$mp <= 0.65 * $ms")"
   fi
 fi

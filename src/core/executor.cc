@@ -97,7 +97,21 @@ struct ExecutionState {
   std::vector<PeerChannel> channels;  // only peers this launch talks to
   size_t nchannels = 0;
   std::vector<int> channel_of_peer;  // -1 between launches
+  // Stretches of idle polls in a row that ended without progress (kept
+  // across launches): see PollRounds.
+  unsigned fruitless_stretches = 0;
 };
+
+// Idle polls before sleeping in the transport. Polling pays off when a
+// peer answers within microseconds (small calls on idle cores); when the
+// last 4 stretches all ran out (a slow link, oversubscribed cores), each
+// poll only steals CPU from the peer or the application, so poll 4 times,
+// and probe with a full stretch every 16th time to notice a change.
+constexpr int kPollRounds = 64;
+constexpr int kShortPollRounds = 4;
+int PollRounds(unsigned fruitless_stretches) {
+  return fruitless_stretches >= 4 && fruitless_stretches % 16 != 0 ? kShortPollRounds : kPollRounds;
+}
 
 ExecutorContext::ExecutorContext() : state_(std::make_unique<ExecutionState>()) {}
 ExecutorContext::~ExecutorContext() = default;
@@ -375,6 +389,7 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
   // Polling first keeps small-message latency low; after a stretch of idle
   // polls the executor sleeps in the transport so oversubscribed ranks yield.
   int idle_rounds = 0;
+  int poll_rounds = PollRounds(s_.fruitless_stretches);
   while (remaining_ > 0) {
     if (abort.load(std::memory_order_relaxed)) return RemoteError("rank ", rank_, ": communicator aborted");
     bool progressed = RunLocalSteps();
@@ -383,16 +398,23 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
       CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/false, &progressed));
     }
     if (remaining_ == 0) break;
-    int wait_ms = (progressed || idle_rounds < 64) ? 0 : std::min(deadline.RemainingMs(), 100);
+    int wait_ms = (progressed || idle_rounds < poll_rounds) ? 0 : std::min(deadline.RemainingMs(), 100);
     Status status = transport_->Progress(wait_ms);
     if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
     for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
       progressed |= ReapTransfers(*channel);
     }
-    idle_rounds = progressed ? 0 : idle_rounds + 1;
-    // The clock is read only once polling has turned into waiting: the 64
-    // polls before it take microseconds, and a small launch never gets there.
-    if (!progressed && idle_rounds >= 64 && deadline.Expired()) {
+    if (progressed) {
+      if (idle_rounds > 0 && idle_rounds < poll_rounds) s_.fruitless_stretches = 0;  // polling paid off
+      idle_rounds = 0;
+    } else if (++idle_rounds == poll_rounds) {
+      ++s_.fruitless_stretches;
+      poll_rounds = PollRounds(s_.fruitless_stretches);
+      idle_rounds = std::max(idle_rounds, poll_rounds);  // this stretch is over: wait from now on
+    }
+    // The clock is read only once polling has turned into waiting: the polls
+    // before it take microseconds, and a small launch never gets there.
+    if (!progressed && idle_rounds >= poll_rounds && deadline.Expired()) {
       return TimeoutError("rank ", rank_, ": timed out waiting for ", DescribeWaiting(),
                           " (CHORUS_TIMEOUT_MS)");
     }

@@ -94,9 +94,8 @@ void HostStream::Serve() {
   for (;;) {
     if (queue_.empty() && !stopping_.load(std::memory_order_relaxed)) {
       lock.unlock();
-      worker_poll_.Wait([&] {
-        return queued_.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_acquire);
-      });
+      worker_poll_.Wait(
+          [&] { return queued_.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_acquire); });
       lock.lock();
       work_cv_.wait(lock, [&] { return stopping_.load(std::memory_order_relaxed) || !queue_.empty(); });
     }

@@ -54,9 +54,9 @@ class HostStream {
   std::atomic<size_t> outstanding_{0};  // queued or running items
   std::atomic<size_t> queued_{0};       // items in queue_
   std::atomic<bool> stopping_{false};
-  AdaptiveSpin worker_poll_;        // the worker, for new work
-  AdaptiveSpin synchronize_poll_;   // Synchronize, for completion
-  std::thread worker_;  // last: starts once everything above exists
+  AdaptiveSpin worker_poll_;       // the worker, for new work
+  AdaptiveSpin synchronize_poll_;  // Synchronize, for completion
+  std::thread worker_;             // last: starts once everything above exists
 };
 
 }  // namespace chorus

@@ -99,9 +99,7 @@ Status TcpLane::CheckHeader(const TransferRequest& request) const {
 }
 
 void TcpLane::SetReceiveLowWatermark(size_t bytes_wanted) {
-  const int wanted = bytes_wanted >= kMinReceiveBatch
-                         ? static_cast<int>(std::min(bytes_wanted, kMaxReceiveBatch))
-                         : 1;
+  const int wanted = bytes_wanted >= kMinReceiveBatch ? static_cast<int>(std::min(bytes_wanted, kMaxReceiveBatch)) : 1;
   if (wanted == receive_low_watermark_) return;
   // The kernel re-checks readiness when it is set, so bytes that arrived
   // since our EAGAIN still raise an event. On failure we keep the old value:

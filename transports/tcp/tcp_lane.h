@@ -64,7 +64,7 @@ class TcpLane {
   // Edge-triggered readiness: true until a call returns EAGAIN.
   bool readable_ = true;
   bool writable_ = true;
-  bool peer_hung_up_ = false;  // EPOLLRDHUP/HUP/ERR seen
+  bool peer_hung_up_ = false;      // EPOLLRDHUP/HUP/ERR seen
   int receive_low_watermark_ = 1;  // the socket's SO_RCVLOWAT
 };
 
