@@ -11,6 +11,7 @@
 # CHORUS_SOCKET_IFNAME==eth0 set, so chorusCommInitFromEnv connects it.
 # In COMMAND, {rank} is replaced by the rank. Output lines are prefixed with
 # the host name; the exit status is the first non-zero rank status.
+# CLUSTER_SYSCTLS="key=value ..." sets network sysctls inside every host.
 # Needs root (ip netns, tc); without it, says so and exits 77 ("skipped").
 # Only the addresses 10.213.0.0/24 inside the namespaces it created are used.
 set -uo pipefail
@@ -87,6 +88,8 @@ for ((h = 0; h < hosts; h++)); do
   ip -n "$ns" link set lo up
   limit "$ns" eth0          # host -> switch
   limit "$switch" "p$h"     # switch -> host
+  # Per-namespace network sysctls, e.g. CLUSTER_SYSCTLS="net.ipv4.tcp_slow_start_after_idle=0".
+  for setting in ${CLUSTER_SYSCTLS:-}; do ip netns exec "$ns" sysctl -qw "$setting"; done
 done
 set +e
 
