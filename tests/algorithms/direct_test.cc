@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -132,22 +131,8 @@ TEST(DirectAlgorithm, FloatResultsAreBitIdenticalOnEveryRankAndEveryOrder) {
         expected[i] = acc;
       }
     }
-    uint64_t seed = 1;
-    for (size_t chunk : {size_t{4}, size_t{64}, size_t{1000}, size_t{1} << 20}) {
-      for (bool rendezvous : {false, true}) {
-        for (bool in_place : {false, true}) {
-          VirtualRunOptions run;
-          run.chunk_bytes = chunk;
-          run.rendezvous = rendezvous;
-          run.seed = ++seed;
-          const auto results = RunFloatSumAllReduce(Algorithm::kDirect, inputs, run, in_place);
-          for (int r = 0; r < p; ++r) {
-            ASSERT_EQ(std::memcmp(results[r].data(), expected.data(), count * sizeof(float)), 0)
-                << "p=" << p << " rank " << r << " chunk " << chunk << (in_place ? " in place" : "");
-          }
-        }
-      }
-    }
+    ExpectBitIdenticalOnEveryRank(Algorithm::kDirect, inputs, expected,
+                                  {size_t{4}, size_t{64}, size_t{1000}, size_t{1} << 20}, /*seed=*/1);
   }
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,31 @@ inline std::vector<std::vector<float>> RunFloatSumAllReduce(Algorithm algo,
   const std::string error = RunVirtualRanks(schedules, memory, run);
   EXPECT_TRUE(error.empty()) << error;
   return in_place ? send : recv;
+}
+
+// Runs the allreduce of `inputs` under every chunk size of `chunks`, eager
+// and rendezvous sends, in and out of place, and expects every rank to hold
+// exactly (bit for bit) `expected` each time.
+inline void ExpectBitIdenticalOnEveryRank(Algorithm algo, const std::vector<std::vector<float>>& inputs,
+                                          const std::vector<float>& expected, std::initializer_list<size_t> chunks,
+                                          uint64_t seed) {
+  const int p = static_cast<int>(inputs.size());
+  for (size_t chunk : chunks) {
+    for (bool rendezvous : {false, true}) {
+      for (bool in_place : {false, true}) {
+        VirtualRunOptions run;
+        run.chunk_bytes = chunk;
+        run.rendezvous = rendezvous;
+        run.seed = ++seed;
+        const auto results = RunFloatSumAllReduce(algo, inputs, run, in_place);
+        for (int r = 0; r < p; ++r) {
+          ASSERT_EQ(std::memcmp(results[r].data(), expected.data(), expected.size() * sizeof(float)), 0)
+              << AlgorithmName(algo) << " p=" << p << " rank " << r << " chunk " << chunk
+              << (in_place ? " in place" : "");
+        }
+      }
+    }
+  }
 }
 
 }  // namespace chorus::testing

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -81,22 +80,8 @@ TEST(OneShotAlgorithm, FloatsAreReducedInRankOrderOnEveryRank) {
       for (int q = 1; q < p; ++q) acc = acc + inputs[q][i];
       expected[i] = acc;
     }
-    uint64_t seed = 3;
-    for (size_t chunk : {size_t{4}, size_t{100}, size_t{1} << 20}) {
-      for (bool rendezvous : {false, true}) {
-        for (bool in_place : {false, true}) {
-          VirtualRunOptions run;
-          run.chunk_bytes = chunk;
-          run.rendezvous = rendezvous;
-          run.seed = ++seed;
-          const auto results = RunFloatSumAllReduce(Algorithm::kOneShot, inputs, run, in_place);
-          for (int r = 0; r < p; ++r) {
-            ASSERT_EQ(std::memcmp(results[r].data(), expected.data(), count * sizeof(float)), 0)
-                << "p=" << p << " rank " << r << " chunk " << chunk << (in_place ? " in place" : "");
-          }
-        }
-      }
-    }
+    ExpectBitIdenticalOnEveryRank(Algorithm::kOneShot, inputs, expected, {size_t{4}, size_t{100}, size_t{1} << 20},
+                                  /*seed=*/3);
   }
 }
 
