@@ -8,7 +8,7 @@
 #include "core/executor.h"
 #include "kernels/reduce.h"
 #include "core/peer_info.h"
-#include "core/spin_wait.h"
+#include "base/spin_wait.h"
 #include "core/transport_mux.h"
 #include "transports/host_identity.h"
 #include "transports/shm/shm_transport.h"
@@ -27,7 +27,7 @@ struct OperationRange {
   const Operation* end() const { return last; }
 };
 
-// Turn waits poll this long before sleeping (core/spin_wait.h).
+// Turn waits poll this long before sleeping (base/spin_wait.h).
 constexpr SpinBudget kTurnPoll{std::chrono::microseconds(2), std::chrono::microseconds(50)};
 
 size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "base/log.h"
+#include "base/spin_wait.h"
 #include "kernels/reduce.h"
 
 namespace chorus {
@@ -104,13 +105,14 @@ struct ExecutionState {
 
 // Idle polls before sleeping in the transport. Polling pays off when a
 // peer answers within microseconds (small calls on idle cores); when the
-// last 4 stretches all ran out (a slow link, oversubscribed cores), each
-// poll only steals CPU from the peer or the application, so poll 4 times,
-// and probe with a full stretch every 16th time to notice a change.
+// last stretches all ran out (a slow link, oversubscribed cores), each poll
+// only steals CPU from the peer or the application, so poll only a few
+// times, probing with a full stretch now and then to notice a change (the
+// rule of AdaptiveSpin, base/spin_wait.h).
 constexpr int kPollRounds = 64;
 constexpr int kShortPollRounds = 4;
 int PollRounds(unsigned fruitless_stretches) {
-  return fruitless_stretches >= 4 && fruitless_stretches % 16 != 0 ? kShortPollRounds : kPollRounds;
+  return SkipPolling(fruitless_stretches) ? kShortPollRounds : kPollRounds;
 }
 
 ExecutorContext::ExecutorContext() : state_(std::make_unique<ExecutionState>()) {}

@@ -5,7 +5,7 @@
 // Hand-off: a sleeping thread takes microseconds to wake, more than a small
 // collective runs, so the worker polls for new work for a while after each
 // item, and Synchronize polls for completion, both spinning then yielding
-// (core/spin_wait.h), before they sleep on a condition variable. Both polls
+// (base/spin_wait.h), before they sleep on a condition variable. Both polls
 // are adaptive: where they keep running out (long collectives, a training
 // loop that enqueues once per step) they stop, leaving the CPU to the
 // computation. The worker asks the kernel for a short scheduler slice, so it
@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "base/status.h"
-#include "core/spin_wait.h"
+#include "base/spin_wait.h"
 
 namespace chorus {
 

@@ -1,5 +1,5 @@
 // AdaptiveSpin: spins until spinning stops paying, then only probes.
-#include "core/spin_wait.h"
+#include "base/spin_wait.h"
 
 #include <gtest/gtest.h>
 
@@ -20,12 +20,12 @@ int CallsOfAMiss(AdaptiveSpin& spin) {
 
 TEST(AdaptiveSpinTest, StopsSpinningAfterMissesAndProbesPeriodically) {
   AdaptiveSpin spin(kBudget);
-  for (unsigned i = 0; i < AdaptiveSpin::kMissesBeforeSkipping; ++i) {
+  for (unsigned i = 0; i < kMissesBeforeSkipping; ++i) {
     EXPECT_FALSE(spin.skipping());
     EXPECT_GT(CallsOfAMiss(spin), 16) << "wait " << i << " should spin";
   }
   EXPECT_TRUE(spin.skipping());
-  for (unsigned i = 0; i + 1 < AdaptiveSpin::kProbeEvery; ++i) {
+  for (unsigned i = 0; i + 1 < kProbeEvery; ++i) {
     EXPECT_EQ(CallsOfAMiss(spin), 1) << "wait " << i << " after the misses should only check once";
   }
   EXPECT_GT(CallsOfAMiss(spin), 16) << "every kProbeEvery-th wait spins again";

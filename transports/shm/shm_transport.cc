@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <new>
 
+#include "base/spin_wait.h"
 #include "transports/host_identity.h"
 #include "transports/shm/shm_futex.h"
 #include "transports/shm/shm_names.h"
@@ -31,13 +32,6 @@ constexpr uint32_t kClockEveryIdlePolls = 64;
 constexpr auto kPullDrainLimit = std::chrono::seconds(1);
 constexpr auto kSameProcessPullDrainLimit = std::chrono::seconds(60);
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 }  // namespace
 
@@ -210,7 +204,7 @@ Status ShmTransport::Wait(int timeout_ms) {
     const Clock::time_point now = Clock::now();
     if (now >= end) return CheckPeers(/*force=*/true);
     if (now - start < wait_policy_.spin) {
-      for (int i = 0; i < 32; ++i) CpuRelax();
+      for (int i = 0; i < 32; ++i) CpuPause();
     } else if (now - start < wait_policy_.yield_until) {
       ::sched_yield();
     } else {

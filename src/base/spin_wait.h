@@ -55,10 +55,19 @@ bool SpinThenYield(const SpinBudget& budget, Ready&& ready) {
   }
 }
 
+// After this many waits in a row whose polling did not pay off, poll no
+// more, except on every kProbeEvery-th wait.
+constexpr unsigned kMissesBeforeSkipping = 4;
+constexpr unsigned kProbeEvery = 16;
+
+// The rule shared by AdaptiveSpin and the executor's idle polls: whether a
+// wait that follows `misses` fruitless ones in a row should skip polling.
+constexpr bool SkipPolling(unsigned misses) {
+  return misses >= kMissesBeforeSkipping && (misses - kMissesBeforeSkipping) % kProbeEvery != kProbeEvery - 1;
+}
+
 class AdaptiveSpin {
  public:
-  static constexpr unsigned kMissesBeforeSkipping = 4;
-  static constexpr unsigned kProbeEvery = 16;
 
   explicit constexpr AdaptiveSpin(SpinBudget budget) : budget_(budget) {}
 
@@ -67,7 +76,7 @@ class AdaptiveSpin {
   template <typename Ready>
   bool Wait(Ready&& ready) {
     const unsigned misses = misses_.load(std::memory_order_relaxed);
-    if (misses >= kMissesBeforeSkipping && (misses - kMissesBeforeSkipping) % kProbeEvery != kProbeEvery - 1) {
+    if (SkipPolling(misses)) {
       misses_.store(misses + 1, std::memory_order_relaxed);
       return ready();
     }
