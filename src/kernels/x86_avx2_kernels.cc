@@ -1,81 +1,76 @@
-// AVX2 kernels (with F16C for fp16), 256-bit vectors, scalar tails.
+// AVX2 kernels (with F16C for fp16): 256-bit vectors, tails by the portable
+// kernels. The loops are x86_simd_kernels.h's; this file gives them the AVX2
+// instructions.
 //
-// This file is compiled with -mavx2 -mf16c -mfma, so none of its code may run
-// before kernel_dispatch.cc has checked the CPU. For the same reason it calls
-// no inline function of a shared header: the linker keeps ONE copy of each
-// inline function, and an AVX-compiled copy made here could be the one that
-// portable code ends up calling. Everything below is in an anonymous
-// namespace or an intrinsic; tails and the few cases without a vector form
-// (int64 prod) run the portable kernels through their table.
-//
-// Bit-identical to the portable kernels: every element sees the same
-// operation in the same operand order (maxps(a, b) is exactly a > b ? a : b,
-// NaN and signed zeros included), fp16 rounds with vcvtps2ph to nearest
-// even, and bf16 rounds like FloatToBfloat16 (base/half.h).
+// Compiled with -mavx2 -mf16c -mfma, so none of its code may run before
+// kernel_dispatch.cc has checked the CPU, and it calls no inline function of
+// a shared header outside an anonymous namespace (see x86_simd_kernels.h).
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/kernel_table.h"
 #include "kernels/x86_kernel_tables.h"
+#include "kernels/x86_simd_kernels.h"
 
 namespace chorus::kernels {
 namespace {
 
-// ---- Lanes: how one dtype moves between memory and a 256-bit vector. ----
+struct Avx2Traits {
+  static constexpr const char* kName = "avx2";
+  static constexpr size_t kVectorBytes = 32;
+  static constexpr bool kMaskedTails = false;    // no masked byte/word loads
+  static constexpr bool kInt64Multiply = false;  // vpmullq needs AVX-512DQ
+  using FloatVec = __m256;
+  using WordVec = __m128i;
 
-struct Float32Lanes {
-  using Storage = float;
-  using Compute = float;
-  using Vec = __m256;
-  static constexpr size_t kWidth = 8;
-  static Vec Load(const Storage* p) { return _mm256_loadu_ps(p); }
-  static void Store(Storage* p, Vec v) { _mm256_storeu_ps(p, v); }
-  static Vec Splat(Storage s) { return _mm256_set1_ps(s); }
-};
+  // ---- Memory. Every integer type shares __m256i; the float and double
+  // overloads win over the template for their own types. ----
 
-struct Float64Lanes {
-  using Storage = double;
-  using Compute = double;
-  using Vec = __m256d;
-  static constexpr size_t kWidth = 4;
-  static Vec Load(const Storage* p) { return _mm256_loadu_pd(p); }
-  static void Store(Storage* p, Vec v) { _mm256_storeu_pd(p, v); }
-  static Vec Splat(Storage s) { return _mm256_set1_pd(s); }
-};
-
-// fp16: eight halves widen exactly to eight floats (vcvtph2ps) and narrow
-// with round-to-nearest-even (vcvtps2ph, imm 0), NaN kept quiet with its top
-// payload bits, exactly like FloatToHalf.
-struct HalfLanes {
-  using Storage = uint16_t;
-  using Compute = float;
-  using Vec = __m256;
-  static constexpr size_t kWidth = 8;
-  static Vec Load(const Storage* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+  static __m256d Load(const double* p) { return _mm256_loadu_pd(p); }
+  template <typename T>
+  static __m256i Load(const T* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
-  static void Store(Storage* p, Vec v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  static void Store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+  static void Store(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+  template <typename T>
+  static void Store(T* p, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
   }
-  static Vec Splat(Storage s) { return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(s))); }
-};
+  static __m256 Splat(float s) { return _mm256_set1_ps(s); }
+  static __m256d Splat(double s) { return _mm256_set1_pd(s); }
+  template <typename T>
+  static __m256i Splat(T s) {
+    if constexpr (sizeof(T) == 1) return _mm256_set1_epi8(static_cast<char>(s));
+    if constexpr (sizeof(T) == 4) return _mm256_set1_epi32(static_cast<int>(s));
+    if constexpr (sizeof(T) == 8) return _mm256_set1_epi64x(static_cast<long long>(s));
+  }
 
-// bf16: widening is a 16-bit shift; narrowing rounds to nearest even on the
-// upper half, and a NaN becomes (bits >> 16) | 0x40, as in FloatToBfloat16.
-struct Bfloat16Lanes {
-  using Storage = uint16_t;
-  using Compute = float;
-  using Vec = __m256;
-  static constexpr size_t kWidth = 8;
-  static Vec Load(const Storage* p) {
-    const __m256i wide =
-        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  // Eight 16-bit words: one per float lane.
+  static __m128i LoadWords(const uint16_t* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   }
-  static void Store(Storage* p, Vec v) {
+  static void StoreWords(uint16_t* p, __m128i w) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), w);
+  }
+  static __m128i SplatWords(uint16_t s) { return _mm_set1_epi16(static_cast<short>(s)); }
+
+  // ---- fp16 and bf16 conversions. ----
+
+  // vcvtph2ps widens exactly; vcvtps2ph (imm 0) rounds to nearest even and
+  // keeps a NaN quiet with its top payload bits, exactly like FloatToHalf.
+  static __m256 HalfToFloat(__m128i h) { return _mm256_cvtph_ps(h); }
+  static __m128i FloatToHalf(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+
+  // bf16 widens by a 16-bit shift; it narrows rounding to nearest even on the
+  // upper half, a NaN becoming (bits >> 16) | 0x40, as in FloatToBfloat16.
+  static __m256 Bfloat16ToFloat(__m128i b) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+  }
+  static __m128i FloatToBfloat16(__m256 v) {
     const __m256i bits = _mm256_castps_si256(v);
     const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
     // Both sides are non-negative as int32, so a signed compare is exact.
@@ -89,87 +84,49 @@ struct Bfloat16Lanes {
     // Values fit in 16 bits, so unsigned saturation is a plain narrowing;
     // packus works per 128-bit lane, the permute joins the two halves.
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(narrow, narrow), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+    return _mm256_castsi256_si128(packed);
   }
-  static Vec Splat(Storage s) {
-    return _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(uint32_t{s} << 16)));
+
+  // ---- Float arithmetic. ----
+
+  // a's NaN, quieted, whenever a is NaN (FirstNanWins in element_ops.h).
+  static __m256 FirstNanWins(__m256 a, __m256 result) {
+    const __m256 quiet_a = _mm256_or_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x00400000)));
+    return _mm256_blendv_ps(result, quiet_a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
   }
-};
-
-template <typename T>
-struct IntLanes {
-  using Storage = T;
-  using Vec = __m256i;
-  static constexpr size_t kWidth = 32 / sizeof(T);
-  static Vec Load(const Storage* p) { return _mm256_loadu_si256(reinterpret_cast<const Vec*>(p)); }
-  static void Store(Storage* p, Vec v) { _mm256_storeu_si256(reinterpret_cast<Vec*>(p), v); }
-  static Vec Splat(Storage s) {
-    if constexpr (sizeof(T) == 1) return _mm256_set1_epi8(static_cast<char>(s));
-    if constexpr (sizeof(T) == 4) return _mm256_set1_epi32(static_cast<int>(s));
-    if constexpr (sizeof(T) == 8) return _mm256_set1_epi64x(static_cast<long long>(s));
+  static __m256d FirstNanWins(__m256d a, __m256d result) {
+    const __m256d quiet_a =
+        _mm256_or_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x0008000000000000)));
+    return _mm256_blendv_pd(result, quiet_a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
   }
-};
+  static __m256 Add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+  static __m256d Add(__m256d a, __m256d b) { return _mm256_add_pd(a, b); }
+  static __m256 Mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+  static __m256d Mul(__m256d a, __m256d b) { return _mm256_mul_pd(a, b); }
+  // vmaxps(a, b) = a > b ? a : b and vminps(a, b) = a < b ? a : b.
+  static __m256 Max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+  static __m256d Max(__m256d a, __m256d b) { return _mm256_max_pd(a, b); }
+  static __m256 Min(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+  static __m256d Min(__m256d a, __m256d b) { return _mm256_min_pd(a, b); }
+  static __m256 Div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+  static __m256d Div(__m256d a, __m256d b) { return _mm256_div_pd(a, b); }
 
-// ---- Ops on vectors; each knows which ReduceOp it implements. ----
+  // ---- Integer arithmetic (wrapping). ----
 
-// FirstNanWins (element_ops.h): a's NaN, quieted, whenever a is NaN, so
-// the result does not depend on which operand the compiler puts first.
-__m256 FirstNanWins(__m256 a, __m256 result) {
-  const __m256 quiet_a = _mm256_or_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x00400000)));
-  return _mm256_blendv_ps(result, quiet_a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-}
-__m256d FirstNanWins(__m256d a, __m256d result) {
-  const __m256d quiet_a =
-      _mm256_or_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x0008000000000000)));
-  return _mm256_blendv_pd(result, quiet_a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
-}
-
-struct FloatSum {
-  static constexpr ReduceOp kOp = ReduceOp::kSum;
-  static __m256 Apply(__m256 a, __m256 b) { return FirstNanWins(a, _mm256_add_ps(a, b)); }
-  static __m256d Apply(__m256d a, __m256d b) { return FirstNanWins(a, _mm256_add_pd(a, b)); }
-};
-struct FloatProd {
-  static constexpr ReduceOp kOp = ReduceOp::kProd;
-  static __m256 Apply(__m256 a, __m256 b) { return FirstNanWins(a, _mm256_mul_ps(a, b)); }
-  static __m256d Apply(__m256d a, __m256d b) { return FirstNanWins(a, _mm256_mul_pd(a, b)); }
-};
-// vmaxps(a, b) = a > b ? a : b and vminps(a, b) = a < b ? a : b: operand
-// order matters for NaN and +-0, and this order matches element_ops.h.
-struct FloatMax {
-  static constexpr ReduceOp kOp = ReduceOp::kMax;
-  static __m256 Apply(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
-  static __m256d Apply(__m256d a, __m256d b) { return _mm256_max_pd(a, b); }
-};
-struct FloatMin {
-  static constexpr ReduceOp kOp = ReduceOp::kMin;
-  static __m256 Apply(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
-  static __m256d Apply(__m256d a, __m256d b) { return _mm256_min_pd(a, b); }
-};
-struct FloatDiv {
-  static __m256 Apply(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
-  static __m256d Apply(__m256d a, __m256d b) { return _mm256_div_pd(a, b); }
-};
-
-template <typename T>
-struct IntSum {
-  static constexpr ReduceOp kOp = ReduceOp::kSum;
-  static __m256i Apply(__m256i a, __m256i b) {
+  template <typename T>
+  static __m256i IntAdd(__m256i a, __m256i b) {
     if constexpr (sizeof(T) == 1) return _mm256_add_epi8(a, b);
     if constexpr (sizeof(T) == 4) return _mm256_add_epi32(a, b);
     if constexpr (sizeof(T) == 8) return _mm256_add_epi64(a, b);
   }
-};
 
-// No 8-bit multiply exists: the low byte of a 16-bit product depends only on
-// the low bytes of its factors, so even bytes multiply in place and odd
-// bytes after a shift down. For 32 bits the low half of the product is the
-// wrapped result for signed and unsigned alike.
-template <typename T>
-struct IntProd {
-  static_assert(sizeof(T) != 8, "AVX2 has no 64-bit multiply");
-  static constexpr ReduceOp kOp = ReduceOp::kProd;
-  static __m256i Apply(__m256i a, __m256i b) {
+  // No 8-bit multiply exists: the low byte of a 16-bit product depends only
+  // on the low bytes of its factors, so even bytes multiply in place and odd
+  // bytes after a shift down. For 32 bits the low half of the product is the
+  // wrapped result for signed and unsigned alike.
+  template <typename T>
+  static __m256i IntMul(__m256i a, __m256i b) {
+    static_assert(sizeof(T) != 8, "AVX2 has no 64-bit multiply");
     if constexpr (sizeof(T) == 1) {
       const __m256i even = _mm256_mullo_epi16(a, b);
       const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8));
@@ -178,138 +135,39 @@ struct IntProd {
     }
     if constexpr (sizeof(T) == 4) return _mm256_mullo_epi32(a, b);
   }
-};
 
-// a > b for 64-bit lanes; unsigned compares after flipping the sign bits.
-template <typename T>
-__m256i Greater64(__m256i a, __m256i b) {
-  if constexpr (std::is_signed_v<T>) {
-    return _mm256_cmpgt_epi64(a, b);
-  } else {
-    const __m256i bias = _mm256_set1_epi64x(static_cast<long long>(uint64_t{1} << 63));
-    return _mm256_cmpgt_epi64(_mm256_xor_si256(a, bias), _mm256_xor_si256(b, bias));
-  }
-}
-
-template <typename T>
-struct IntMax {
-  static constexpr ReduceOp kOp = ReduceOp::kMax;
-  static __m256i Apply(__m256i a, __m256i b) {
+  template <typename T>
+  static __m256i IntMax(__m256i a, __m256i b) {
     constexpr bool kSigned = std::is_signed_v<T>;
     if constexpr (sizeof(T) == 1) return kSigned ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
     if constexpr (sizeof(T) == 4) return kSigned ? _mm256_max_epi32(a, b) : _mm256_max_epu32(a, b);
     if constexpr (sizeof(T) == 8) return _mm256_blendv_epi8(b, a, Greater64<T>(a, b));
   }
-};
 
-template <typename T>
-struct IntMin {
-  static constexpr ReduceOp kOp = ReduceOp::kMin;
-  static __m256i Apply(__m256i a, __m256i b) {
+  template <typename T>
+  static __m256i IntMin(__m256i a, __m256i b) {
     constexpr bool kSigned = std::is_signed_v<T>;
     if constexpr (sizeof(T) == 1) return kSigned ? _mm256_min_epi8(a, b) : _mm256_min_epu8(a, b);
     if constexpr (sizeof(T) == 4) return kSigned ? _mm256_min_epi32(a, b) : _mm256_min_epu32(a, b);
     if constexpr (sizeof(T) == 8) return _mm256_blendv_epi8(b, a, Greater64<T>(b, a));
   }
+
+  // a > b for 64-bit lanes; unsigned compares after flipping the sign bits.
+  template <typename T>
+  static __m256i Greater64(__m256i a, __m256i b) {
+    if constexpr (std::is_signed_v<T>) {
+      return _mm256_cmpgt_epi64(a, b);
+    } else {
+      const __m256i bias = _mm256_set1_epi64x(static_cast<long long>(uint64_t{1} << 63));
+      return _mm256_cmpgt_epi64(_mm256_xor_si256(a, bias), _mm256_xor_si256(b, bias));
+    }
+  }
 };
-
-// ---- Loops: whole vectors here, the remainder by the portable kernel. ----
-
-template <DataType kType, typename Lanes, typename Op>
-void ReduceVectors(void* dst, const void* a, const void* b, size_t count) {
-  using S = typename Lanes::Storage;
-  S* out = static_cast<S*>(dst);
-  const S* x = static_cast<const S*>(a);
-  const S* y = static_cast<const S*>(b);
-  size_t i = 0;
-  // Both inputs are loaded before dst is stored, so exact aliasing is safe.
-  for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) {
-    Lanes::Store(out + i, Op::Apply(Lanes::Load(x + i), Lanes::Load(y + i)));
-  }
-  if (i < count) {
-    PortableKernels().reduce[kType][static_cast<int>(Op::kOp)](out + i, x + i, y + i, count - i);
-  }
-}
-
-// dst[i] = src[i] * factor, in that operand order like the portable kernel.
-template <DataType kType, typename Lanes, typename Prod>
-void ScaleVectors(void* dst, const void* src, size_t count, const void* scalar) {
-  using S = typename Lanes::Storage;
-  S factor_storage;
-  std::memcpy(&factor_storage, scalar, sizeof(S));  // scalar may be unaligned
-  const typename Lanes::Vec factor = Lanes::Splat(factor_storage);
-  S* out = static_cast<S*>(dst);
-  const S* in = static_cast<const S*>(src);
-  size_t i = 0;
-  for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) {
-    Lanes::Store(out + i, Prod::Apply(Lanes::Load(in + i), factor));
-  }
-  if (i < count) PortableKernels().scale[kType](out + i, in + i, count - i, scalar);
-}
-
-__m256 SplatCompute(float value) { return _mm256_set1_ps(value); }
-__m256d SplatCompute(double value) { return _mm256_set1_pd(value); }
-
-// Floating types only: divides in the compute type by the converted divisor.
-template <DataType kType, typename Lanes>
-void DivideVectors(void* buf, size_t count, int divisor) {
-  using S = typename Lanes::Storage;
-  const auto d = SplatCompute(static_cast<typename Lanes::Compute>(divisor));
-  S* data = static_cast<S*>(buf);
-  size_t i = 0;
-  for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) {
-    Lanes::Store(data + i, FloatDiv::Apply(Lanes::Load(data + i), d));
-  }
-  if (i < count) PortableKernels().divide[kType](data + i, count - i, divisor);
-}
-
-// ---- The table. ----
-
-template <DataType kType, typename Lanes, typename... Ops>
-void SetReduce(KernelTable& table) {
-  ((table.reduce[kType][static_cast<int>(Ops::kOp)] = &ReduceVectors<kType, Lanes, Ops>), ...);
-}
-
-template <DataType kType, typename Lanes>
-void SetFloatType(KernelTable& table) {
-  SetReduce<kType, Lanes, FloatSum, FloatProd, FloatMax, FloatMin>(table);
-  table.scale[kType] = &ScaleVectors<kType, Lanes, FloatProd>;
-  table.divide[kType] = &DivideVectors<kType, Lanes>;
-}
-
-// Integer divide stays portable: AVX2 has no integer division.
-template <DataType kType, typename T>
-void SetIntType(KernelTable& table) {
-  using Lanes = IntLanes<T>;
-  if constexpr (sizeof(T) == 8) {
-    SetReduce<kType, Lanes, IntSum<T>, IntMax<T>, IntMin<T>>(table);
-  } else {
-    SetReduce<kType, Lanes, IntSum<T>, IntProd<T>, IntMax<T>, IntMin<T>>(table);
-    table.scale[kType] = &ScaleVectors<kType, Lanes, IntProd<T>>;
-  }
-}
-
-KernelTable MakeAvx2Table() {
-  KernelTable table = PortableKernels();
-  table.name = "avx2";
-  SetIntType<chorusInt8, int8_t>(table);
-  SetIntType<chorusUint8, uint8_t>(table);
-  SetIntType<chorusInt32, int32_t>(table);
-  SetIntType<chorusUint32, uint32_t>(table);
-  SetIntType<chorusInt64, int64_t>(table);
-  SetIntType<chorusUint64, uint64_t>(table);
-  SetFloatType<chorusFloat16, HalfLanes>(table);
-  SetFloatType<chorusFloat32, Float32Lanes>(table);
-  SetFloatType<chorusFloat64, Float64Lanes>(table);
-  SetFloatType<chorusBfloat16, Bfloat16Lanes>(table);
-  return table;
-}
-static_assert(chorusNumTypes == 10, "a new data type needs a line in MakeAvx2Table");
 
 }  // namespace
 
 const KernelTable& Avx2KernelsUnchecked() {
-  static const KernelTable table = MakeAvx2Table();
+  static const KernelTable table = MakeSimdTable<Avx2Traits>();
   return table;
 }
 

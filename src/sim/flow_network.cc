@@ -71,38 +71,44 @@ void FlowNetwork::Touch(uint32_t port) {
   }
 }
 
+void FlowNetwork::BeginComponent() {
+  ++epoch_;
+  component_ports_.clear();
+  component_flows_.clear();
+}
+
+// Adds `port` to this epoch's component unless it is in already; a new port
+// also goes on `to_search` when one is given. AddPort and AddFlow are inline:
+// out of line, per port, they cost a 1024-rank tree replay 11% more instructions.
+inline void FlowNetwork::AddPort(uint32_t port, std::vector<uint32_t>* to_search) {
+  if (ports_[port].mark == epoch_) return;
+  ports_[port].mark = epoch_;
+  component_ports_.push_back(port);
+  if (to_search != nullptr) to_search->push_back(port);
+}
+
+// Adds flow `id` (not in the component yet) and every port it crosses.
+inline void FlowNetwork::AddFlow(uint32_t id, std::vector<uint32_t>* to_search) {
+  Flow& flow = flows_[id];
+  flow.mark = epoch_;
+  component_flows_.push_back(id);
+  for (int i = 0; i < flow.nports; ++i) AddPort(flow.ports[i], to_search);
+}
+
 // Every port and flow reachable from a touched port through shared flows:
 // the only rates that can change. Returns false, having collected only
 // part, when that is more than kExactFlows flows.
 bool FlowNetwork::CollectComponents() {
-  ++epoch_;
-  component_ports_.clear();
-  component_flows_.clear();
+  BeginComponent();
   stack_.clear();
-  for (uint32_t port : dirty_ports_) {
-    if (ports_[port].mark != epoch_) {
-      ports_[port].mark = epoch_;
-      stack_.push_back(port);
-      component_ports_.push_back(port);
-    }
-  }
+  for (uint32_t port : dirty_ports_) AddPort(port, &stack_);
   while (!stack_.empty()) {
     const uint32_t port = stack_.back();
     stack_.pop_back();
     for (uint32_t id : ports_[port].flows) {
-      Flow& flow = flows_[id];
-      if (flow.mark == epoch_) continue;
+      if (flows_[id].mark == epoch_) continue;
       if (component_flows_.size() == kExactFlows) return false;
-      flow.mark = epoch_;
-      component_flows_.push_back(id);
-      for (int i = 0; i < flow.nports; ++i) {
-        Port& next = ports_[flow.ports[i]];
-        if (next.mark != epoch_) {
-          next.mark = epoch_;
-          stack_.push_back(flow.ports[i]);
-          component_ports_.push_back(flow.ports[i]);
-        }
-      }
+      AddFlow(id, &stack_);
     }
   }
   return true;
@@ -111,22 +117,10 @@ bool FlowNetwork::CollectComponents() {
 // The flows through the touched ports and every port they cross; the
 // capacity that other flows hold on those ports stays theirs.
 void FlowNetwork::CollectNeighbourhood() {
-  ++epoch_;
-  component_ports_.clear();
-  component_flows_.clear();
+  BeginComponent();
   for (uint32_t port : dirty_ports_) {
     for (uint32_t id : ports_[port].flows) {
-      Flow& flow = flows_[id];
-      if (flow.mark == epoch_) continue;
-      flow.mark = epoch_;
-      component_flows_.push_back(id);
-      for (int i = 0; i < flow.nports; ++i) {
-        Port& next = ports_[flow.ports[i]];
-        if (next.mark != epoch_) {
-          next.mark = epoch_;
-          component_ports_.push_back(flow.ports[i]);
-        }
-      }
+      if (flows_[id].mark != epoch_) AddFlow(id, /*to_search=*/nullptr);
     }
   }
 }

@@ -78,6 +78,10 @@ class FlowNetwork {
   };
 
   void Touch(uint32_t port);
+  // A new, empty component (a new mark epoch).
+  void BeginComponent();
+  void AddPort(uint32_t port, std::vector<uint32_t>* to_search);
+  void AddFlow(uint32_t id, std::vector<uint32_t>* to_search);
   bool CollectComponents();
   void CollectNeighbourhood();
   void FillShares();

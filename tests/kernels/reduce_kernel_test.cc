@@ -125,36 +125,38 @@ TEST(ReduceKernelTest, Float64RoundsToNearestEven) {
                          {1.5, -2.0, 1e308, 0x1p-53, 0.0, 0.0, 0x1.8p-52});
 }
 
+// A 16-bit float type computed in float and rounded back; the last element
+// of a and b is inf and 0, so its product is NaN (any payload).
+void ExpectSixteenBitOps(DataType dtype, const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                         const std::vector<uint16_t>& sum, const std::vector<uint16_t>& max,
+                         const std::vector<uint16_t>& min, const std::vector<uint16_t>& prod_but_last) {
+  EXPECT_EQ(Reduced(a, b, dtype, ReduceOp::kSum), sum) << "sum";
+  EXPECT_EQ(Reduced(a, b, dtype, ReduceOp::kMax), max) << "max";
+  EXPECT_EQ(Reduced(a, b, dtype, ReduceOp::kMin), min) << "min";
+  std::vector<uint16_t> prod = Reduced(a, b, dtype, ReduceOp::kProd);
+  EXPECT_EQ(std::vector<uint16_t>(prod.begin(), prod.end() - 1), prod_but_last) << "prod";
+  const float last = dtype == chorusFloat16 ? HalfToFloat(prod.back()) : Bfloat16ToFloat(prod.back());
+  EXPECT_TRUE(std::isnan(last));  // inf * 0
+}
+
 // fp16 inputs: 1.5, -2, 2048, 2048, 65504, 2^-24, -0, inf.
 TEST(ReduceKernelTest, Float16ComputesInFloatAndRoundsBack) {
-  const std::vector<uint16_t> a = {0x3e00, 0xc000, 0x6800, 0x6800, 0x7bff, 0x0001, 0x8000, 0x7c00};
-  const std::vector<uint16_t> b = {0x4080, 0x4200, 0x3c00, 0x4200, 0x7bff, 0x0001, 0x0000, 0x0000};
-  EXPECT_EQ(Reduced(a, b, chorusFloat16, ReduceOp::kSum),
-            (std::vector<uint16_t>{0x4380, 0x3c00, 0x6800, 0x6802, 0x7c00, 0x0002, 0x0000, 0x7c00}));
-  EXPECT_EQ(Reduced(a, b, chorusFloat16, ReduceOp::kMax),
-            (std::vector<uint16_t>{0x4080, 0x4200, 0x6800, 0x6800, 0x7bff, 0x0001, 0x0000, 0x7c00}));
-  EXPECT_EQ(Reduced(a, b, chorusFloat16, ReduceOp::kMin),
-            (std::vector<uint16_t>{0x3e00, 0xc000, 0x3c00, 0x4200, 0x7bff, 0x0001, 0x0000, 0x0000}));
-  std::vector<uint16_t> prod = Reduced(a, b, chorusFloat16, ReduceOp::kProd);
-  EXPECT_EQ(std::vector<uint16_t>(prod.begin(), prod.end() - 1),
-            (std::vector<uint16_t>{0x42c0, 0xc600, 0x6800, 0x6e00, 0x7c00, 0x0000, 0x8000}));
-  EXPECT_TRUE(std::isnan(HalfToFloat(prod.back())));  // inf * 0
+  ExpectSixteenBitOps(chorusFloat16, {0x3e00, 0xc000, 0x6800, 0x6800, 0x7bff, 0x0001, 0x8000, 0x7c00},
+                      {0x4080, 0x4200, 0x3c00, 0x4200, 0x7bff, 0x0001, 0x0000, 0x0000},
+                      {0x4380, 0x3c00, 0x6800, 0x6802, 0x7c00, 0x0002, 0x0000, 0x7c00},
+                      {0x4080, 0x4200, 0x6800, 0x6800, 0x7bff, 0x0001, 0x0000, 0x7c00},
+                      {0x3e00, 0xc000, 0x3c00, 0x4200, 0x7bff, 0x0001, 0x0000, 0x0000},
+                      {0x42c0, 0xc600, 0x6800, 0x6e00, 0x7c00, 0x0000, 0x8000});
 }
 
 // bf16 inputs: 1.5, -2, 256, 256, max finite, 1, -0, inf.
 TEST(ReduceKernelTest, Bfloat16ComputesInFloatAndRoundsBack) {
-  const std::vector<uint16_t> a = {0x3fc0, 0xc000, 0x4380, 0x4380, 0x7f7f, 0x3f80, 0x8000, 0x7f80};
-  const std::vector<uint16_t> b = {0x4010, 0x4040, 0x3f80, 0x4040, 0x7f7f, 0x3b80, 0x0000, 0x0000};
-  EXPECT_EQ(Reduced(a, b, chorusBfloat16, ReduceOp::kSum),
-            (std::vector<uint16_t>{0x4070, 0x3f80, 0x4380, 0x4382, 0x7f80, 0x3f80, 0x0000, 0x7f80}));
-  EXPECT_EQ(Reduced(a, b, chorusBfloat16, ReduceOp::kMax),
-            (std::vector<uint16_t>{0x4010, 0x4040, 0x4380, 0x4380, 0x7f7f, 0x3f80, 0x0000, 0x7f80}));
-  EXPECT_EQ(Reduced(a, b, chorusBfloat16, ReduceOp::kMin),
-            (std::vector<uint16_t>{0x3fc0, 0xc000, 0x3f80, 0x4040, 0x7f7f, 0x3b80, 0x0000, 0x0000}));
-  std::vector<uint16_t> prod = Reduced(a, b, chorusBfloat16, ReduceOp::kProd);
-  EXPECT_EQ(std::vector<uint16_t>(prod.begin(), prod.end() - 1),
-            (std::vector<uint16_t>{0x4058, 0xc0c0, 0x4380, 0x4440, 0x7f80, 0x3b80, 0x8000}));
-  EXPECT_TRUE(std::isnan(Bfloat16ToFloat(prod.back())));  // inf * 0
+  ExpectSixteenBitOps(chorusBfloat16, {0x3fc0, 0xc000, 0x4380, 0x4380, 0x7f7f, 0x3f80, 0x8000, 0x7f80},
+                      {0x4010, 0x4040, 0x3f80, 0x4040, 0x7f7f, 0x3b80, 0x0000, 0x0000},
+                      {0x4070, 0x3f80, 0x4380, 0x4382, 0x7f80, 0x3f80, 0x0000, 0x7f80},
+                      {0x4010, 0x4040, 0x4380, 0x4380, 0x7f7f, 0x3f80, 0x0000, 0x7f80},
+                      {0x3fc0, 0xc000, 0x3f80, 0x4040, 0x7f7f, 0x3b80, 0x0000, 0x0000},
+                      {0x4058, 0xc0c0, 0x4380, 0x4440, 0x7f80, 0x3b80, 0x8000});
 }
 
 // Documented: Max/Min return the second operand when either is NaN.

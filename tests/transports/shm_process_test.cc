@@ -139,46 +139,22 @@ class ProcessRanks {
   std::vector<pid_t> pids_;
 };
 
-// Every rank sends each size to every other rank and checks what it gets.
+// Every rank sends each size to every other rank and checks what it gets,
+// then which path carried it.
 std::string ExchangeBody(int rank, Transport* transport, int nranks, const std::vector<size_t>& sizes,
                          bool expect_pulls) {
-  std::vector<std::vector<uint8_t>> sends, recvs;
-  std::vector<TransferRequest> requests;
-  requests.reserve(2 * nranks * sizes.size());
-  std::vector<TransferRequest*> pending;
-  uint64_t large = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t k = 0; k < sizes.size(); ++k) {
-      sends.emplace_back(sizes[k]);
-      FillPattern(&sends.back(), rank, peer, k);
-      recvs.emplace_back(sizes[k], 0xee);
-      large += sizes[k] >= shm::kSingleCopyThreshold;
-      requests.push_back(Request(sends.back().data(), sizes[k], k));
-      if (!transport->endpoint(peer)->PostSend(&requests.back()).ok()) return "PostSend failed";
-      pending.push_back(&requests.back());
-      requests.push_back(Request(recvs.back().data(), sizes[k], k));
-      if (!transport->endpoint(peer)->PostRecv(&requests.back()).ok()) return "PostRecv failed";
-      pending.push_back(&requests.back());
-    }
-  }
-  Status status = WaitAll(transport, pending);
-  if (!status.ok()) return status.message();
-  size_t index = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t k = 0; k < sizes.size(); ++k, ++index) {
-      const size_t wrong = CountWrong(recvs[index], peer, rank, k);
-      if (wrong != 0) return StrCat(wrong, " wrong bytes from ", peer, " in message of ", sizes[k]);
-    }
-  }
+  ExchangeCounts counts;
+  const std::string error = ExchangeWithEveryPeer(transport, rank, nranks, sizes, /*first_tag=*/0, &counts);
+  if (!error.empty()) return error;
   auto* shm = static_cast<ShmTransport*>(transport);
   const shm::ShmStats stats = shm->stats();
   const bool cma = shm->pull_method(rank == 0 ? 1 : 0) == shm::PullMethod::kCma;
   if (stats.memcpy_pulls != 0) return "memcpy pull between processes";
-  if (expect_pulls && cma && stats.cma_pulls != large) return StrCat(stats.cma_pulls, " CMA pulls, expected ", large);
+  if (expect_pulls && cma && stats.cma_pulls != counts.large) {
+    return StrCat(stats.cma_pulls, " CMA pulls, expected ", counts.large);
+  }
   if (!expect_pulls && stats.cma_pulls != 0) return "CMA used although single copy is off";
-  if (stats.eager_messages + stats.cma_pulls != index) return "messages missing from the statistics";
+  if (stats.eager_messages + stats.cma_pulls != counts.messages) return "messages missing from the statistics";
   if (expect_pulls && !cma) return "# CMA not permitted here: large messages went through the ring";
   return "";
 }

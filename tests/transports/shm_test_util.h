@@ -60,6 +60,50 @@ inline TransferRequest Request(void* buffer, size_t bytes, uint64_t tag) {
   return request;
 }
 
+// What ExchangeWithEveryPeer moved, for the callers' checks of the path.
+struct ExchangeCounts {
+  size_t messages = 0;  // received from all peers (as many were sent)
+  size_t large = 0;     // of those, the ones of shm::kSingleCopyThreshold bytes or more
+};
+
+// `rank` sends every size to every other rank and receives the same from
+// each (tag first_tag + size index), all in flight at once, then checks
+// every byte it received. Returns "" or what went wrong; used by rank
+// threads and rank processes alike.
+inline std::string ExchangeWithEveryPeer(Transport* transport, int rank, int nranks, const std::vector<size_t>& sizes,
+                                         uint64_t first_tag, ExchangeCounts* counts) {
+  std::vector<std::vector<uint8_t>> sends, recvs;
+  std::vector<TransferRequest> requests;
+  requests.reserve(2 * nranks * sizes.size());  // posted requests must not move
+  std::vector<TransferRequest*> pending;
+  *counts = ExchangeCounts();
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      sends.emplace_back(sizes[k]);
+      FillPattern(&sends.back(), rank, peer, k);
+      recvs.emplace_back(sizes[k], 0xee);
+      counts->large += sizes[k] >= shm::kSingleCopyThreshold;
+      requests.push_back(Request(sends.back().data(), sizes[k], first_tag + k));
+      if (!transport->endpoint(peer)->PostSend(&requests.back()).ok()) return "PostSend failed";
+      pending.push_back(&requests.back());
+      requests.push_back(Request(recvs.back().data(), sizes[k], first_tag + k));
+      if (!transport->endpoint(peer)->PostRecv(&requests.back()).ok()) return "PostRecv failed";
+      pending.push_back(&requests.back());
+    }
+  }
+  Status status = WaitAll(transport, pending);
+  if (!status.ok()) return status.message();
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t k = 0; k < sizes.size(); ++k, ++counts->messages) {
+      const size_t wrong = CountWrong(recvs[counts->messages], peer, rank, k);
+      if (wrong != 0) return StrCat(wrong, " wrong bytes from ", peer, " in message of ", sizes[k]);
+    }
+  }
+  return "";
+}
+
 // "/chorus-shm-..." from an address, or "" when there is none.
 inline std::string SegmentName(const std::string& address) {
   const size_t at = address.find("/chorus-shm-");

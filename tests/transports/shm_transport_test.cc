@@ -82,40 +82,13 @@ void ExchangeAllToAll(int nranks, Path path, const std::vector<size_t>& sizes) {
   auto transports = ConnectedMesh(nranks, TuningFor(path));
   ASSERT_EQ(transports.size(), static_cast<size_t>(nranks));
   ForEachRank(nranks, [&](int rank) {
-    std::vector<std::vector<uint8_t>> send_buffers, recv_buffers;
-    std::vector<TransferRequest> requests;
-    requests.reserve(2 * nranks * sizes.size());
-    std::vector<TransferRequest*> pending;
-    size_t large = 0;
-    for (int peer = 0; peer < nranks; ++peer) {
-      if (peer == rank) continue;
-      for (size_t k = 0; k < sizes.size(); ++k) {
-        send_buffers.emplace_back(sizes[k]);
-        FillPattern(&send_buffers.back(), rank, peer, k);
-        recv_buffers.emplace_back(sizes[k], 0xee);
-        large += sizes[k] >= shm::kSingleCopyThreshold;
-        TransferRequest& send = requests.emplace_back(Request(send_buffers.back().data(), sizes[k], 100 + k));
-        TransferRequest& recv = requests.emplace_back(Request(recv_buffers.back().data(), sizes[k], 100 + k));
-        ASSERT_TRUE(transports[rank]->endpoint(peer)->PostSend(&send).ok());
-        ASSERT_TRUE(transports[rank]->endpoint(peer)->PostRecv(&recv).ok());
-        pending.push_back(&send);
-        pending.push_back(&recv);
-      }
-    }
-    Status status = WaitAll(transports[rank].get(), pending);
-    ASSERT_TRUE(status.ok()) << "rank " << rank << ": " << status.message();
-    size_t index = 0;
-    for (int peer = 0; peer < nranks; ++peer) {
-      if (peer == rank) continue;
-      for (size_t k = 0; k < sizes.size(); ++k, ++index) {
-        EXPECT_EQ(CountWrong(recv_buffers[index], peer, rank, k), 0u)
-            << "rank " << rank << " from " << peer << " size " << sizes[k];
-      }
-    }
+    ExchangeCounts counts;
+    ASSERT_EQ(ExchangeWithEveryPeer(transports[rank].get(), rank, nranks, sizes, /*first_tag=*/100, &counts), "")
+        << "rank " << rank;
     const shm::ShmStats stats = AsShm(transports[rank])->stats();
-    EXPECT_EQ(stats.memcpy_pulls, path == Path::kMemcpy ? large : 0u);
-    EXPECT_EQ(stats.cma_pulls, path == Path::kCma ? large : 0u);
-    EXPECT_EQ(stats.eager_messages, path == Path::kRing ? index : index - large);
+    EXPECT_EQ(stats.memcpy_pulls, path == Path::kMemcpy ? counts.large : 0u);
+    EXPECT_EQ(stats.cma_pulls, path == Path::kCma ? counts.large : 0u);
+    EXPECT_EQ(stats.eager_messages, path == Path::kRing ? counts.messages : counts.messages - counts.large);
   });
 }
 
