@@ -128,6 +128,11 @@ Status ParseSimFlags(int argc, char** argv, SimFlags* flags) {
       flags->gamma_s_per_byte = std::atof(value.c_str());
     } else if (flag == "--chunk") {
       CHORUS_RETURN_IF_ERROR(ParseBytes(value, &flags->chunk_bytes));
+    } else if (flag == "--physical-cores") {
+      flags->physical_cores = std::atoi(value.c_str());
+      if (flags->physical_cores < 0) return InvalidArgument("--physical-cores must be 0 (a core per host) or more");
+    } else if (flag == "--host-cpu") {
+      CHORUS_RETURN_IF_ERROR(ParseSeconds(value, &flags->host_cpu_s_per_byte));
     } else if (flag == "--preset") {
       flags->preset = value;
     } else if (flag == "--compute") {
@@ -144,6 +149,7 @@ const char* SimUsage() {
          "                  [--ranks 2,4,8 | 2:4096] [--hosts H] [--ranks-per-host R]\n"
          "                  [--bw 1gbit] [--latency 50us] [--intra-bw 10GB] [--intra-latency 1us]\n"
          "                  [--gamma 1e-10 (s/byte)] [--chunk 512K (0: whole steps)]\n"
+         "                  [--physical-cores C (hosts share C cores; 0: one each)] [--host-cpu 1ns (per byte)]\n"
          "       chorus_sim --preset firecaffe|pipe-sgd|gossip [--bytes ..] [--bw ..] [--compute 100ms]\n";
 }
 

@@ -24,6 +24,8 @@ struct SimFlags {
   double intra_latency_s = 1e-6;
   double gamma_s_per_byte = 1e-10;     // 10 GB/s reduction
   size_t chunk_bytes = 512 * 1024;     // 0: whole steps
+  int physical_cores = 0;              // cores shared by all hosts (0: one per host)
+  double host_cpu_s_per_byte = 0;      // CPU per cross-host byte, each end (with physical_cores)
   std::string preset;                  // firecaffe, pipe-sgd, gossip
   double compute_s = 0.1;              // pipe-sgd: compute time per iteration
   bool help = false;

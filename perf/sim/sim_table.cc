@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "sim/cost_model.h"
+#include "sim/shared_cores.h"
 
 namespace chorus::sim {
 
@@ -18,6 +19,8 @@ Status ClusterFor(const SimFlags& flags, int nranks, ClusterModel* cluster) {
   out.inter_host = LinkModel{flags.inter_latency_s, flags.inter_bandwidth_Bps};
   out.intra_host = LinkModel{flags.intra_latency_s, flags.intra_bandwidth_Bps};
   out.gamma_s_per_byte = flags.gamma_s_per_byte;
+  out.physical_cores = flags.physical_cores;
+  out.host_cpu_s_per_byte = flags.host_cpu_s_per_byte;
   *cluster = out;
   return Status::Ok();
 }
@@ -32,7 +35,7 @@ Status SimulatePoint(const SimFlags& flags, Algorithm algo, int nranks, SimResul
   call.count = flags.bytes / DataTypeSize(call.dtype);
   SimOptions options;
   options.chunk_bytes = flags.chunk_bytes;
-  return Simulate(call, algo, cluster, options, result);
+  return SimulateOnSharedCores(call, algo, cluster, options, result);
 }
 
 std::string FormatSeconds(double seconds) {
@@ -65,6 +68,10 @@ Status PrintSweep(const SimFlags& flags) {
               flags.inter_bandwidth_Bps / 1e9, FormatSeconds(flags.inter_latency_s).c_str(),
               flags.intra_bandwidth_Bps / 1e9, FormatSeconds(flags.intra_latency_s).c_str(), flags.gamma_s_per_byte,
               flags.chunk_bytes == 0 ? "whole steps" : FormatBytes(static_cast<double>(flags.chunk_bytes)).c_str());
+  if (flags.physical_cores > 0) {
+    std::printf("# hosts share %d physical cores, host CPU %.3g s per cross-host byte and end (sim/shared_cores.h)\n",
+                flags.physical_cores, flags.host_cpu_s_per_byte);
+  }
   std::printf("%6s  %-11s %12s %12s %10s %14s %14s\n", "ranks", "algorithm", "time", "analytic", "busbw GB/s",
               "max link bytes", "inter-host");
   for (int nranks : flags.ranks) {

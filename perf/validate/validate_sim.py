@@ -14,9 +14,17 @@ per cell:
   beta   1 / bandwidth: a 64 MiB sendrecv on 2 hosts (TCP/IP on the tbf rate)
   gamma  the reduction rate the communicator measured locally at creation
          (CHORUS_DEBUG=INFO TUNE line), else 1e-10 s/B
+  host CPU per cross-host byte and end: the CPU time (user + system of the
+         ranks, plus the machine's softirq time: the kernel's TCP and veth
+         work) that 4 more 64 MiB sendrecvs on 2 hosts cost, over twice the
+         bytes they move. The emulated hosts share this machine's cores
+         (--physical-cores, default os.cpu_count()), so chorus_sim stretches
+         calls whose CPU work outruns them (src/sim/shared_cores.h);
+         --physical-cores 0 models a core per host.
 
   sudo perf/validate/validate_sim.py --build build [--hosts 2,4,8]
       [--algos ring,tree,hd,ps] [--sizes 1M,64M] [--rate 1gbit] [--json out.json]
+      [--physical-cores N]
 
 Needs root (cluster.sh); exits 77 without it. Every run has a timeout and the
 whole sweep a budget (--budget, seconds): cells past it are reported "skipped".
@@ -25,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -64,6 +73,13 @@ class Runner:
         self.deadline = time.monotonic() + args.budget
         self.serial = 0
 
+    def cluster_cpu(self, *args, **kwargs):
+        """cluster() and the CPU seconds it cost: its ranks' user + system time
+        (waited-for children) plus the machine's softirq time meanwhile."""
+        before = cpu_seconds()
+        result, output = self.cluster(*args, **kwargs)
+        return result, output, cpu_seconds() - before
+
     def cluster(self, hosts, binary, flags, timeout_s, env_extra=None):
         """Runs one cluster job; returns (host 0 JSON result or None, output)."""
         if time.monotonic() + timeout_s > self.deadline:
@@ -92,7 +108,9 @@ class Runner:
         cmd = [os.path.join(self.args.build, "perf", "sim", "chorus_sim"), "--coll", "allreduce", "--algo", "all",
                "--bytes", str(nbytes), "--ranks", str(hosts), "--ranks-per-host", "1",
                "--bw", f"{model['bandwidth_Bps'] / 1e6:.6f}MB", "--latency", f"{model['alpha_s'] * 1e6:.3f}us",
-               "--gamma", f"{model['gamma_s_per_byte']:.4g}", "--chunk", self.args.chunk]
+               "--gamma", f"{model['gamma_s_per_byte']:.4g}", "--chunk", self.args.chunk,
+               "--physical-cores", str(model["physical_cores"]),
+               "--host-cpu", f"{model['host_cpu_s_per_byte']:.4g}"]
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
                              check=True).stdout
         rows = {}
@@ -106,8 +124,17 @@ class Runner:
         return rows
 
 
+def cpu_seconds():
+    """User + system time of the waited-for children, plus the machine's softirq time."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open("/proc/stat") as f:
+        fields = f.readline().split()  # cpu user nice system idle iowait irq softirq ...
+    softirq = (int(fields[6]) + int(fields[7])) / os.sysconf("SC_CLK_TCK")
+    return children.ru_utime + children.ru_stime + softirq
+
+
 def calibrate(runner):
-    """alpha, beta and gamma from two runs on 2 hosts, once for the sweep."""
+    """alpha, beta, gamma and the host CPU cost from runs on 2 hosts, once for the sweep."""
     small, out = runner.cluster(2, "all_reduce_perf", ["-b", "8", "-e", "8", "-n", "100", "-w", "10", "-A", "ring"],
                                 60, {"CHORUS_DEBUG": "INFO", "CHORUS_DEBUG_SUBSYS": "TUNE"})
     if small is None:
@@ -118,14 +145,25 @@ def calibrate(runner):
     if m and float(m.group(1)) > 0:
         gamma = 1e-9 / float(m.group(1))
     large_bytes = 64 << 20
-    large, out = runner.cluster(2, "sendrecv_perf", ["-b", str(large_bytes), "-e", str(large_bytes), "-n", "3",
-                                                      "-w", "1"], 90)
+    large, out, large_cpu = runner.cluster_cpu(2, "sendrecv_perf", ["-b", str(large_bytes), "-e", str(large_bytes),
+                                                                     "-n", "5", "-w", "1"], 120)
     if large is None:
         sys.exit(f"calibration (64 MiB sendrecv) failed: {out}")
     transfer_s = large["out_of_place"]["time_us"] * 1e-6 - alpha
+    # The same job with 4 fewer iterations of each (out-of-place and in-place)
+    # sendrecv: the difference is 8 calls of 2 x 64 MiB across hosts, with the
+    # start-up, connection and tuner probes cancelled out.
+    short, out, short_cpu = runner.cluster_cpu(2, "sendrecv_perf", ["-b", str(large_bytes), "-e", str(large_bytes),
+                                                                     "-n", "1", "-w", "1"], 90)
+    if short is None:
+        sys.exit(f"calibration (64 MiB sendrecv, short) failed: {out}")
+    moved = 2 * 4 * 2 * large_bytes
+    host_cpu = max(0.0, (large_cpu - short_cpu) / (2 * moved))  # two ends per byte
     return {"alpha_s": alpha, "bandwidth_Bps": large_bytes / transfer_s, "gamma_s_per_byte": gamma,
             "small_allreduce_us": small["out_of_place"]["time_us"],
-            "sendrecv_64MiB_us": large["out_of_place"]["time_us"]}
+            "sendrecv_64MiB_us": large["out_of_place"]["time_us"],
+            "host_cpu_s_per_byte": host_cpu, "cpu_probe_s": [large_cpu, short_cpu],
+            "physical_cores": runner.args.physical_cores}
 
 
 def iterations(hosts, algo, nbytes):
@@ -160,6 +198,8 @@ def main():
     parser.add_argument("--chunk", default="512K", help="must match CHORUS_CHUNK_BYTES (default 512K)")
     parser.add_argument("--budget", type=int, default=900, help="seconds for the whole sweep")
     parser.add_argument("--json", help="also write every cell here")
+    parser.add_argument("--physical-cores", type=int, default=os.cpu_count() or 0,
+                        help="cores the emulated hosts share (default: this machine's; 0: a core per host)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("validate_sim: needs root for perf/cluster/cluster.sh; skipping", file=sys.stderr)
@@ -174,7 +214,10 @@ def main():
         print(f"# calibrated once on 2 hosts at {args.rate}: alpha {model['alpha_s'] * 1e6:.1f} us per step "
               f"(8 B ring allreduce {model['small_allreduce_us']:.1f} us / 2), bandwidth "
               f"{model['bandwidth_Bps'] / 1e6:.1f} MB/s (64 MiB sendrecv {model['sendrecv_64MiB_us'] / 1e3:.1f} ms), "
-              f"gamma {model['gamma_s_per_byte']:.3g} s/B, chunk {args.chunk}", flush=True)
+              f"gamma {model['gamma_s_per_byte']:.3g} s/B, chunk {args.chunk}; host CPU "
+              f"{model['host_cpu_s_per_byte'] * 1e9:.3f} ns per cross-host byte and end (CPU "
+              f"{model['cpu_probe_s'][0]:.2f} s - {model['cpu_probe_s'][1]:.2f} s for 8 x 2 x 64 MiB), "
+              f"{model['physical_cores']} physical cores shared", flush=True)
         cells, summaries = [], []
         for hosts in hosts_list:
             for nbytes in sizes:

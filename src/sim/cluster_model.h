@@ -22,6 +22,13 @@ struct ClusterModel {
   LinkModel intra_host;
   LinkModel inter_host;
   double gamma_s_per_byte = 0;  // reduction time per byte (RecvReduce, Reduce)
+  // Emulated clusters (perf/cluster/cluster.sh) run every host on the cores
+  // of one machine: `physical_cores` cores shared by all hosts (0 = a core
+  // per host, a real cluster). Each end of a transfer between hosts then
+  // costs its host `host_cpu_s_per_byte` of CPU (kernel TCP copies), which
+  // together with the reductions can outrun the cores (sim/shared_cores.h).
+  int physical_cores = 0;
+  double host_cpu_s_per_byte = 0;
 
   int nranks() const { return hosts * ranks_per_host; }
   int HostOf(int rank) const { return rank / ranks_per_host; }

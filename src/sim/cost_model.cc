@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "sim/folded_halving_doubling.h"
+#include "sim/shared_cores.h"
 
 namespace chorus::sim {
 
@@ -96,6 +98,47 @@ bool TreeTime(Collective coll, double p, double n, const CostParams& c, double* 
     default:
       return false;
   }
+}
+
+// Double binary tree allreduce (algorithms/dbtree/): half the vector goes
+// up and back down each of two binary trees of depth D = ceil(log2 p); each
+// half is cut into S segments of s bytes (call.segment_bytes, 0 = one), and
+// the executor cuts a segment into m chunks of x bytes. Per segment:
+//   fill   F chunk times + 4 D alpha: one chunk up and down both trees. A
+//          node with two children receives two chunks through one port on
+//          the way up and sends two on the way down: 4 chunk times per level
+//          per tree. Both trees would overlap, but the trees link some pairs
+//          twice (p = 4: ranks 1-2, tree 0 up and tree 1 down) and a pair is
+//          one ordered stream, so the second tree's traffic on it waits
+//          behind the first's and the trees run one after the other:
+//          F = 8 D - 5 for p a power of two (the top has one child), 8 D - 9
+//          for p = 2^(D-1) + 1 and 8 D - 7 otherwise (shallower subtrees);
+//          p = 2: 4.
+//   steady R chunk times per further chunk: 2 at p = 2 (one chunk each way
+//          per tree on full-duplex ports), 4 at p = 3, 6 at p = 4, 5 (two
+//          trees of three chunks per chunk at an interior node, one after
+//          the other), 7 from p = 6 on (the busiest port carries 4 chunks per
+//          round, the shared streams add the rest).
+// Segments do not overlap: the next segment's traffic on a doubly linked
+// pair waits behind this one's return (the same stream), so each segment
+// pays the fill again. Plus n gamma for the reductions of the interior
+// nodes (two children of n/2, on the progress thread). F and R are what the
+// replay shows for p = 2..64 (docs/simulator.md: within 7 %); the pieces
+// above are why they have that shape.
+double DoubleBinaryTreeTime(int p, double n, double segment_bytes, const CostParams& c) {
+  const double a = c.alpha_s, b = c.beta_s_per_byte, g = c.gamma_s_per_byte;
+  const double half = std::ceil(n / 2);
+  const double segment = segment_bytes > 0 && segment_bytes < half ? segment_bytes : half;
+  const double segments = std::ceil(half / segment);
+  const Pipeline pipe = PipelineOf(segment, c.chunk_bytes);
+  const int depth = CeilLog2(p);
+  double fill = 8.0 * depth - 7;
+  if ((p & (p - 1)) == 0) fill = 8.0 * depth - 5;
+  if (p == (1 << (depth - 1)) + 1) fill = 8.0 * depth - 9;
+  if (p == 2) fill = 4;
+  const double steady = p == 2 ? 2 : p == 3 ? 4 : p <= 5 ? 6 : 7;
+  const double per_segment = ((pipe.chunks - 1) * steady + fill) * pipe.chunk * b + 4 * depth * a;
+  return segments * per_segment + n * g;
 }
 
 // The two link classes and the host shape of a call.
@@ -213,6 +256,8 @@ CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes) {
   params.ranks_per_host = cluster.ranks_per_host;
   params.intra_alpha_s = cluster.intra_host.alpha_s;
   params.intra_beta_s_per_byte = 1.0 / cluster.intra_host.bandwidth_Bps;
+  params.physical_cores = cluster.physical_cores;
+  params.host_cpu_s_per_byte = cluster.host_cpu_s_per_byte;
   return params;
 }
 
@@ -224,7 +269,10 @@ double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& 
   return 2 * (p - 1) * c.alpha_s + 2 * (p - 1) * bytes * c.beta_s_per_byte + (p - 1) * bytes * c.gamma_s_per_byte;
 }
 
-bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c, double* seconds) {
+namespace {
+
+// The time on the network alone (every formula above).
+bool NetworkTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c, double* seconds) {
   const double p = call.nranks;
   const double n = static_cast<double>(call.count) * static_cast<double>(DataTypeSize(call.dtype));
   if (call.nranks <= 1 || call.count == 0) {
@@ -251,16 +299,10 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
     *seconds = 2 * (p - 1) * (a + n / p * b) + (p - 1) / p * n * g;
   } else if (Named(algo, "hd")) {  // Rabenseifner
     *seconds = 2 * levels * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g;
-    int pof2 = 1;
-    while (pof2 * 2 <= call.nranks) pof2 *= 2;
-    if (pof2 != call.nranks) {  // p' = pof2 ranks run it; the others fold in first and are handed the result
-      const double q = pof2;
-      *seconds = 2 * (levels - 1) * a + 2 * (q - 1) / q * n * b + (q - 1) / q * n * g;
-      *seconds += 2 * (a + n * b) + n * g;
-    }
-  } else if (Named(algo, "dbtree")) {  // two pipelined trees, half the data each
-    const Pipeline pipe = PipelineOf(n / 2, c.chunk_bytes);
-    *seconds = 2 * levels * (a + pipe.chunk * b) + 2 * n * b + n * g;
+    // p not a power of two: the fold and the eager exchanges share ports.
+    if ((call.nranks & (call.nranks - 1)) != 0) *seconds = FoldedHalvingDoublingTime(call.nranks, n, c);
+  } else if (Named(algo, "dbtree")) {
+    *seconds = DoubleBinaryTreeTime(call.nranks, n, static_cast<double>(call.segment_bytes), c);
   } else if (Named(algo, "chain")) {  // chain reduce then chain broadcast
     const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
     *seconds = 2 * (p - 2 + pipe.chunks) * (a + pipe.chunk * b) + n * g;
@@ -273,6 +315,24 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
   } else {
     return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c, double* seconds) {
+  if (!NetworkTime(algo, call, c, seconds)) return false;
+  const Placement where = PlacementOf(call.nranks, c);
+  if (c.physical_cores <= 0 || c.physical_cores >= where.hosts || *seconds <= 0) return true;
+  // Shared cores: the CPU work of the real schedules (sim/shared_cores.h).
+  ClusterModel cluster;
+  cluster.hosts = static_cast<int>(where.hosts);
+  cluster.ranks_per_host = static_cast<int>(where.local);
+  cluster.gamma_s_per_byte = c.gamma_s_per_byte;
+  cluster.host_cpu_s_per_byte = c.host_cpu_s_per_byte;
+  std::vector<double> per_host;
+  if (cluster.nranks() != call.nranks || !HostCpuSeconds(call, algo, cluster, &per_host).ok()) return true;
+  *seconds = SharedCoresSeconds(*seconds, per_host, c.physical_cores);
   return true;
 }
 

@@ -33,6 +33,12 @@ struct CostParams {
   int ranks_per_host = 0;
   double intra_alpha_s = 0;
   double intra_beta_s_per_byte = 0;
+  // Hosts sharing `physical_cores` cores (an emulated cluster; 0 = a core
+  // per host, a real cluster: the time is the network's), each end of a
+  // cross-host byte costing its host host_cpu_s_per_byte of CPU: the time
+  // is stretched as sim/shared_cores.h says. The tuner leaves both 0.
+  int physical_cores = 0;
+  double host_cpu_s_per_byte = 0;
 };
 
 // The link class the collective crosses: inter-host when there are several
@@ -42,8 +48,10 @@ CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes);
 
 // Seconds for `call` (count, dtype, nranks, coll) with `algo`. Returns false
 // when there is no formula for the pair. ring and tree (binomial) are exact
-// for whole steps; ps, ps_sharded, hd, dbtree and chain are the textbook
-// estimates; direct, hier and hier_sliced are built from the ring and tree
+// for whole steps; ps, ps_sharded, hd (p = 2^L) and chain are the textbook
+// estimates; hd for other p follows the schedule's port sharing
+// (folded_halving_doubling.h); dbtree is a fill per segment plus a steady
+// state, shaped on the replay; direct, hier and hier_sliced are built from the ring and tree
 // terms per link class (docs/algorithms.md). Matched by name, so new
 // algorithms need only a case here.
 bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& params, double* seconds);

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "sim/processor_sharing.h"
+
 namespace chorus::sim {
 namespace {
 
@@ -80,10 +84,57 @@ TEST(CostModelTest, PipelinedParameterServerOverlapsPushesAndPulls) {
 
 TEST(CostModelTest, HalvingDoublingFoldsTheRanksBeyondAPowerOfTwo) {
   double t = 0;
-  ASSERT_TRUE(AnalyticTime(Algorithm::kHalvingDoubling, AllReduce(6, 4000), Params(), &t));
-  // Rabenseifner over 4 ranks, plus the fold in and the result handed back.
-  EXPECT_NEAR(t, 4 * 1e-5 + 1.5 * 4000 * 1e-9 + 0.75 * 4000 * 1e-10 + 2 * (1e-5 + 4000 * 1e-9) + 4000 * 1e-10,
-              1e-15);
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHalvingDoubling, AllReduce(3, 4000), Params(), &t));
+  // p = 3: rank 2's halving message (n/2) shares rank 1's receive port with
+  // the fold (n): the fold ends after 1.5 n beta. Then n gamma, rank 1's
+  // halving message to rank 2 (n/2 beta, n/2 gamma there), rank 2's doubling
+  // message back (n/2 beta) and the unfold (n beta): 4 latencies.
+  const double n = 4000, a = 1e-5, b = 1e-9, g = 1e-10;
+  EXPECT_NEAR(t, 4 * a + 3.5 * n * b + 1.5 * n * g, 1e-15);
+  // A power of two is the textbook formula.
+  ASSERT_TRUE(AnalyticTime(Algorithm::kHalvingDoubling, AllReduce(4, 4000), Params(), &t));
+  EXPECT_NEAR(t, 4 * a + 1.5 * n * b + 0.75 * n * g, 1e-15);
+}
+
+TEST(CostModelTest, DoubleBinaryTreeFillsOncePerSegmentThenStreams) {
+  const double n = 4000, a = 1e-5, b = 1e-9, g = 1e-10;
+  double t = 0;
+  // p = 8, depth 3: a fill of 8*3-5 = 19 chunk times and 4*3 latencies;
+  // whole halves are one chunk of 2000 bytes.
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(8, 4000), Params(), &t));
+  EXPECT_NEAR(t, 19 * 2000 * b + 12 * a + n * g, 1e-15);
+  // 500-byte chunks: 4 per half, 7 chunk times for each after the first.
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(8, 4000), Params(500), &t));
+  EXPECT_NEAR(t, (3 * 7 + 19) * 500 * b + 12 * a + n * g, 1e-15);
+  // 1000-byte segments of two chunks: each segment fills again.
+  CollectiveArgs segmented = AllReduce(8, 4000);
+  segmented.segment_bytes = 1000;
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, segmented, Params(500), &t));
+  EXPECT_NEAR(t, 2 * ((1 * 7 + 19) * 500 * b + 12 * a) + n * g, 1e-15);
+  // p = 5 = 2^2 + 1: fill 8*3-9 = 15; p = 6: 8*3-7 = 17; p = 2: 4.
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(5, 4000), Params(), &t));
+  EXPECT_NEAR(t, 15 * 2000 * b + 12 * a + n * g, 1e-15);
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(6, 4000), Params(), &t));
+  EXPECT_NEAR(t, 17 * 2000 * b + 12 * a + n * g, 1e-15);
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(2, 4000), Params(), &t));
+  EXPECT_NEAR(t, 4 * 2000 * b + 4 * a + n * g, 1e-15);
+}
+
+TEST(ProcessorSharingTest, JobsShareTheServerEqually) {
+  // Two jobs of 1 s from 0: both at half speed, both end at 2 s.
+  std::vector<double> done = ProcessorSharingFinish({{0, 1}, {0, 1}});
+  EXPECT_NEAR(done[0], 2, 1e-12);
+  EXPECT_NEAR(done[1], 2, 1e-12);
+  // 2 s from 0 and 0.5 s from 1: alone until 1, then halves; the short one
+  // ends at 2, the long one has 0.5 left and ends at 2.5.
+  done = ProcessorSharingFinish({{0, 2}, {1, 0.5}});
+  EXPECT_NEAR(done[0], 2.5, 1e-12);
+  EXPECT_NEAR(done[1], 2, 1e-12);
+  // An idle gap, and a job of no work.
+  done = ProcessorSharingFinish({{3, 1}, {0, 1}, {5, 0}});
+  EXPECT_NEAR(done[0], 4, 1e-12);
+  EXPECT_NEAR(done[1], 1, 1e-12);
+  EXPECT_NEAR(done[2], 5, 1e-12);
 }
 
 TEST(CostModelTest, OneRankOrNothingCostsNothing) {
