@@ -22,6 +22,10 @@ struct TransportCapabilities {
   // Some endpoints combine on receipt (TransferRequest::combine); ask the
   // endpoint, since one transport facade may mix kinds.
   bool combine_on_receive = false;
+  // The ranks this transport connects on this host outnumber the CPUs they
+  // may run on (decided at Connect, alike on every rank): a thread waiting
+  // for them should not spin, since the rank it waits for needs the core.
+  bool shares_cores = false;
 };
 
 // Combine on receipt: a receive that hands the incoming bytes to a function

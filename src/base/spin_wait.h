@@ -12,12 +12,19 @@
 // a context switch. After a few misses in a row it goes straight to sleep,
 // spinning again on every kProbeEvery-th wait to notice when waits turn
 // short again (back-to-back small collectives).
+//
+// Where the ranks of a host outnumber its CPUs (the transport says so:
+// TransportCapabilities::shares_cores) the thread we wait for is often not
+// running, and every microsecond we poll is one it cannot have: such waits
+// do not poll at all (kNoPolling, AdaptiveSpin::Wait's cores_shared), they
+// check once and sleep, as Open MPI's mpi_yield_when_idle does.
 #pragma once
 
 #include <sched.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 
 namespace chorus {
 
@@ -25,6 +32,10 @@ struct SpinBudget {
   std::chrono::microseconds spin;         // busy polling with a CPU pause
   std::chrono::microseconds yield_until;  // then yielding the core, measured from the start
 };
+
+// One check of ready(), then the caller sleeps: for cores shared by more
+// ranks than they can run.
+constexpr SpinBudget kNoPolling{std::chrono::microseconds(0), std::chrono::microseconds(0)};
 
 inline void CpuPause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -39,10 +50,12 @@ template <typename Ready>
 bool SpinThenYield(const SpinBudget& budget, Ready&& ready) {
   using Clock = std::chrono::steady_clock;
   if (ready()) return true;
+  if (budget.yield_until.count() <= 0) return false;
   const Clock::time_point start = Clock::now();
+  const bool spins = budget.spin.count() > 0;  // no spin: only yield, never burn the core
   for (;;) {
     // Reading the clock costs ~20 ns: poll a batch between readings.
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; spins && i < 16; ++i) {
       CpuPause();
       if (ready()) return true;
     }
@@ -71,25 +84,40 @@ class AdaptiveSpin {
 
   explicit constexpr AdaptiveSpin(SpinBudget budget) : budget_(budget) {}
 
-  // SpinThenYield, or only one check of ready() while spinning does not pay.
+  // SpinThenYield, or only one check of ready() while spinning does not pay
+  // or when `cores_shared` (more ranks than CPUs: polling only delays the
+  // thread we wait for; such waits leave the miss count alone).
   // Safe from several threads (the counters are a hint, never a guarantee).
   template <typename Ready>
-  bool Wait(Ready&& ready) {
-    const unsigned misses = misses_.load(std::memory_order_relaxed);
-    if (SkipPolling(misses)) {
-      misses_.store(misses + 1, std::memory_order_relaxed);
+  bool Wait(Ready&& ready, bool cores_shared = false) {
+    unsigned calls = 0;
+    auto counted = [&] {
+      ++calls;
       return ready();
+    };
+    const unsigned misses = misses_.load(std::memory_order_relaxed);
+    bool done;
+    if (cores_shared) {
+      done = counted();
+    } else if (SkipPolling(misses)) {
+      misses_.store(misses + 1, std::memory_order_relaxed);
+      done = counted();
+    } else {
+      done = SpinThenYield(budget_, counted);
+      misses_.store(done ? 0 : misses + 1, std::memory_order_relaxed);
     }
-    const bool paid = SpinThenYield(budget_, ready);
-    misses_.store(paid ? 0 : misses + 1, std::memory_order_relaxed);
-    return paid;
+    polls_.fetch_add(calls, std::memory_order_relaxed);
+    return done;
   }
 
   bool skipping() const { return misses_.load(std::memory_order_relaxed) >= kMissesBeforeSkipping; }
+  // ready() calls made by all waits so far (tests, diagnostics).
+  uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
 
  private:
   SpinBudget budget_;
   std::atomic<unsigned> misses_{0};
+  std::atomic<uint64_t> polls_{0};
 };
 
 }  // namespace chorus

@@ -106,6 +106,10 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   if (shm) {
     CHORUS_RETURN_IF_ERROR(
         shm->Connect(shm_addresses, deadline).WithContext(StrCat("rank ", rank, ": connecting over shared memory")));
+    // Every rank has the board or none: it exists when all ranks connected
+    // over shm, which every rank reads from the same rendezvous table.
+    shm::ShmBoard* board = static_cast<ShmTransport*>(shm.get())->board();
+    if (board != nullptr && nranks > 1) comm->board_allreduce_ = std::make_unique<BoardAllReduce>(board);
     transports.push_back(std::move(shm));
   }
   transports.push_back(std::move(tcp));
@@ -120,6 +124,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
                 options.nsocks, ", chunk ", options.chunk_bytes, " B)");
   }
   comm->transport_ = std::move(mux);
+  comm->cores_shared_ = comm->transport_->capabilities().shares_cores;
   if (options.use_tuner) CHORUS_RETURN_IF_ERROR(comm->Calibrate().WithContext(StrCat("rank ", rank, ": tuning")));
   *out = std::move(comm);
   return Status::Ok();
@@ -129,13 +134,20 @@ uint64_t Communicator::IssueTicket() { return next_ticket_.fetch_add(1, std::mem
 
 Status Communicator::AwaitTurn(uint64_t ticket) {
   auto due = [&] { return running_ticket_.load(std::memory_order_acquire) == ticket || aborted_.load(); };
-  // The launch ahead of us is usually a small one on another thread.
-  if (SpinThenYield(kTurnPoll, due)) return Status::Ok();
+  // The launch ahead of us is usually a small one on another thread; with
+  // more ranks than CPUs it may need this core: then no polling.
+  if (SpinThenYield(cores_shared_ ? kNoPolling : kTurnPoll, due)) return Status::Ok();
   // Earlier operations are each bounded by the timeout, so waiting one more
   // timeout for them means the communicator is stuck.
   std::unique_lock<std::mutex> lock(order_mutex_);
   Deadline deadline = Deadline::AfterMs(options_.timeout_ms);
-  if (order_cv_.wait_until(lock, deadline.time_point(), due)) return Status::Ok();
+  // Counted so that a launch that ends takes the lock only for sleepers:
+  // either it sees us here or we see its ticket (both seq_cst).
+  turn_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const bool became_due = order_cv_.wait_until(lock, deadline.time_point(), due);
+  turn_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  if (became_due) return Status::Ok();
   Status status = TimeoutError("rank ", rank_, ": operation never became due (an earlier one is stuck)");
   Fail(status);
   return status;
@@ -152,12 +164,13 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
     status = RunOperations(ops, nops);
   }
   if (!status.ok()) Fail(status);
-  {
-    // Under the lock: a waiter checks `due` and sleeps atomically with it.
-    std::lock_guard<std::mutex> lock(order_mutex_);
-    running_ticket_.fetch_add(1, std::memory_order_release);
+  running_ticket_.fetch_add(1, std::memory_order_seq_cst);
+  if (turn_sleepers_.load(std::memory_order_seq_cst) != 0) {
+    // A waiter checks `due` and sleeps atomically under the lock: taking it
+    // once means none is between the two, so the notify reaches it.
+    { std::lock_guard<std::mutex> lock(order_mutex_); }
+    order_cv_.notify_all();
   }
-  order_cv_.notify_all();  // no syscall when nobody sleeps
   return status;
 }
 
@@ -181,7 +194,20 @@ Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args
   return Status::Ok();
 }
 
+bool Communicator::UsesBoard(const Operation& op) {
+  if (board_allreduce_ == nullptr || op.kind != Operation::Kind::kCollective || op.grouped ||
+      op.args.coll != Collective::kAllReduce || !board_allreduce_->Fits(op.args.count * DataTypeSize(op.args.dtype))) {
+    return false;
+  }
+  const int known = board_decisions_.Find(op);
+  if (known >= 0) return known == 1;
+  const bool board = ChooseFor(op) == Algorithm::kOneShot;
+  board_decisions_.Remember(op, board);
+  return board;
+}
+
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
+  if (nops == 1 && UsesBoard(ops[0])) return board_allreduce_->Run(ops[0], aborted_, options_.timeout_ms);
   // Collectives first, then point-to-point: every rank orders a launch the
   // same way, so messages between two ranks meet in the same order.
   LaunchState& launch = launch_;
@@ -402,16 +428,19 @@ void Communicator::Abort() {
   order_cv_.notify_all();
 }
 
-void Communicator::BeginPending() {
-  std::lock_guard<std::mutex> lock(pending_mutex_);
-  ++pending_;
-}
+void Communicator::BeginPending() { pending_.fetch_add(1, std::memory_order_relaxed); }
 
 void Communicator::EndPending() {
-  // Notify under the lock: once WaitIdle sees 0 the communicator may be
-  // destroyed, so pending_cv_ must not be touched after the unlock.
+  // No WaitIdle asleep: one atomic decrement, no lock (every small call
+  // passes here). Otherwise decrement and notify under the lock: once
+  // WaitIdle sees 0 the communicator may be destroyed, so pending_cv_ must
+  // not be touched after the unlock.
+  uint64_t state = pending_.load(std::memory_order_relaxed);
+  while (state < kIdleWaiter) {
+    if (pending_.compare_exchange_weak(state, state - 1, std::memory_order_acq_rel)) return;
+  }
   std::lock_guard<std::mutex> lock(pending_mutex_);
-  --pending_;
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
   pending_cv_.notify_all();
 }
 
@@ -419,9 +448,11 @@ Status Communicator::WaitIdle() {
   std::unique_lock<std::mutex> lock(pending_mutex_);
   // Each pending operation is bounded by the timeout; allow two of them.
   Deadline deadline = Deadline::AfterMs(2ll * options_.timeout_ms + 1000);
-  if (!pending_cv_.wait_until(lock, deadline.time_point(), [&] { return pending_ == 0; })) {
-    return TimeoutError("rank ", rank_, ": ", pending_, " operation(s) still pending at the deadline");
-  }
+  pending_.fetch_add(kIdleWaiter, std::memory_order_seq_cst);  // from now on EndPending notifies
+  auto launches = [&] { return pending_.load(std::memory_order_acquire) % kIdleWaiter; };
+  const bool idle = pending_cv_.wait_until(lock, deadline.time_point(), [&] { return launches() == 0; });
+  pending_.fetch_sub(kIdleWaiter, std::memory_order_relaxed);
+  if (!idle) return TimeoutError("rank ", rank_, ": ", launches(), " operation(s) still pending at the deadline");
   return Status::Ok();
 }
 

@@ -15,6 +15,7 @@
 #include "algorithms/topology.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "core/board_allreduce.h"
 #include "core/executor.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
@@ -57,6 +58,11 @@ class Communicator {
   int nranks() const { return nranks_; }
   const CommOptions& options() const { return options_; }
   const TunerModel& tuner() const { return tuner_; }
+  // Allreduces run on the shm board so far (tests; core/board_allreduce.h).
+  uint64_t board_rounds() const { return board_allreduce_ ? board_allreduce_->rounds() : 0; }
+  // The transport's shares_cores: this host's ranks outnumber its CPUs, so
+  // waits on this communicator's work (turns, host streams) do not poll.
+  bool cores_shared() const { return cores_shared_; }
 
   // Reserves this call's place in the communicator's order. Calls run in
   // ticket order whatever thread or stream runs them.
@@ -93,6 +99,10 @@ class Communicator {
   // else chosen (ChooseFor) and taken from the cache.
   Status ScheduleFor(const Operation& op, const CollectiveArgs& args, std::shared_ptr<const Schedule>* schedule);
   Algorithm ChooseFor(const Operation& op);
+  // Whether `op` runs on the board: a lone allreduce that fits a slot, on a
+  // communicator with a board, whose algorithm resolves to oneshot. A
+  // function of what every rank shares (core/board_allreduce.h).
+  bool UsesBoard(const Operation& op);
   // Fills tuner_ from CHORUS_TUNE_FILE or a short measurement on this
   // communicator (collective: every rank runs it at creation).
   Status Calibrate();
@@ -105,6 +115,7 @@ class Communicator {
   const int nranks_;
   const CommOptions options_;
   std::unique_ptr<Transport> transport_;
+  bool cores_shared_ = false;  // transport_->capabilities().shares_cores, fixed at Create
   ScheduleCache schedules_;
   Workspace scratch_, staging_;
   TunerModel tuner_;
@@ -120,6 +131,7 @@ class Communicator {
   std::condition_variable order_cv_;
   std::atomic<uint64_t> next_ticket_{0};
   std::atomic<uint64_t> running_ticket_{0};
+  std::atomic<int> turn_sleepers_{0};  // AwaitTurn callers asleep on order_cv_
   uint64_t collective_sequence_ = 0;           // tags of collective messages
   std::vector<uint64_t> sends_to_, recvs_from_;  // tags of point-to-point messages
 
@@ -132,7 +144,10 @@ class Communicator {
   // Pending stream work.
   std::mutex pending_mutex_;
   std::condition_variable pending_cv_;
-  int pending_ = 0;
+  // Launches pending (low 32 bits) plus kIdleWaiter per WaitIdle caller:
+  // EndPending takes the lock only when someone waits.
+  static constexpr uint64_t kIdleWaiter = uint64_t{1} << 32;
+  std::atomic<uint64_t> pending_{0};
 
   // What a launch builds, kept between launches (only one runs at a time)
   // so that small launches allocate nothing once warm.
@@ -151,6 +166,9 @@ class Communicator {
   LaunchState launch_;
   // The executor's working memory, reused by every launch.
   ExecutorContext executor_context_;
+  // Tiny allreduces when every rank is on this host over shm; null otherwise.
+  std::unique_ptr<BoardAllReduce> board_allreduce_;
+  BoardDecisions board_decisions_;
 
   mutable std::mutex ops_mutex_;
   std::vector<PreMulSumOp> premul_ops_;

@@ -15,7 +15,7 @@ Status StagedCall::RunOrEnqueue(std::function<void()> work, bool skip_on_failure
     if (status.ok() || !skip_on_failure) work();
     comm->impl->EndPending();
     return skip_on_failure ? status : Status::Ok();
-  });
+  }, comm->impl->cores_shared());
   return Status::Ok();
 }
 

@@ -111,7 +111,11 @@ struct ExecutionState {
 // rule of AdaptiveSpin, base/spin_wait.h).
 constexpr int kPollRounds = 64;
 constexpr int kShortPollRounds = 4;
-int PollRounds(unsigned fruitless_stretches) {
+// When the transport says the ranks outnumber the CPUs (shares_cores), an
+// idle poll can only find what a peer did while we held its core: wait in
+// the transport at once, which yields, then sleeps (shm_wait_policy.h).
+int PollRounds(unsigned fruitless_stretches, bool cores_shared) {
+  if (cores_shared) return 0;
   return SkipPolling(fruitless_stretches) ? kShortPollRounds : kPollRounds;
 }
 
@@ -391,7 +395,8 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
   // Polling first keeps small-message latency low; after a stretch of idle
   // polls the executor sleeps in the transport so oversubscribed ranks yield.
   int idle_rounds = 0;
-  int poll_rounds = PollRounds(s_.fruitless_stretches);
+  const bool cores_shared = transport_->capabilities().shares_cores;
+  int poll_rounds = PollRounds(s_.fruitless_stretches, cores_shared);
   while (remaining_ > 0) {
     if (abort.load(std::memory_order_relaxed)) return RemoteError("rank ", rank_, ": communicator aborted");
     bool progressed = RunLocalSteps();
@@ -411,7 +416,7 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
       idle_rounds = 0;
     } else if (++idle_rounds == poll_rounds) {
       ++s_.fruitless_stretches;
-      poll_rounds = PollRounds(s_.fruitless_stretches);
+      poll_rounds = PollRounds(s_.fruitless_stretches, cores_shared);
       idle_rounds = std::max(idle_rounds, poll_rounds);  // this stretch is over: wait from now on
     }
     // The clock is read only once polling has turned into waiting: the polls

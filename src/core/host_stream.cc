@@ -62,10 +62,11 @@ HostStream::~HostStream() {
   worker_.join();
 }
 
-void HostStream::Enqueue(std::function<Status()> work) {
+void HostStream::Enqueue(std::function<Status()> work, bool cores_shared) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(work));
+    queue_.push_back(Item{std::move(work), cores_shared});
+    last_cores_shared_.store(cores_shared, std::memory_order_relaxed);
     outstanding_.fetch_add(1, std::memory_order_relaxed);
     queued_.fetch_add(1, std::memory_order_release);
   }
@@ -74,7 +75,8 @@ void HostStream::Enqueue(std::function<Status()> work) {
 }
 
 Status HostStream::Synchronize() {
-  synchronize_poll_.Wait([&] { return outstanding_.load(std::memory_order_acquire) == 0; });
+  synchronize_poll_.Wait([&] { return outstanding_.load(std::memory_order_acquire) == 0; },
+                         last_cores_shared_.load(std::memory_order_relaxed));
   std::unique_lock<std::mutex> lock(mutex_);
   idle_cv_.wait(lock, [&] { return queue_.empty() && !running_; });
   Status status = first_error_;
@@ -91,22 +93,25 @@ Status HostStream::Query() {
 void HostStream::Serve() {
   RequestShortSlice();
   std::unique_lock<std::mutex> lock(mutex_);
+  bool cores_shared = false;  // the last item's: whether to poll for the next
   for (;;) {
     if (queue_.empty() && !stopping_.load(std::memory_order_relaxed)) {
       lock.unlock();
       worker_poll_.Wait(
-          [&] { return queued_.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_acquire); });
+          [&] { return queued_.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_acquire); },
+          cores_shared);
       lock.lock();
       work_cv_.wait(lock, [&] { return stopping_.load(std::memory_order_relaxed) || !queue_.empty(); });
     }
     if (queue_.empty()) return;  // stopping and drained
-    std::function<Status()> work = std::move(queue_.front());
+    Item item = std::move(queue_.front());
     queue_.pop_front();
     queued_.fetch_sub(1, std::memory_order_relaxed);
     running_ = true;
+    cores_shared = item.cores_shared;
     lock.unlock();
-    Status status = work();
-    work = nullptr;  // release what the item holds before it counts as done
+    Status status = item.work();
+    item.work = nullptr;  // release what the item holds before it counts as done
     lock.lock();
     running_ = false;
     if (!status.ok() && first_error_.ok()) first_error_ = status;

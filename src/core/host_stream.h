@@ -10,12 +10,16 @@
 // loop that enqueues once per step) they stop, leaving the CPU to the
 // computation. The worker asks the kernel for a short scheduler slice, so it
 // runs soon after the network wakes it even when computing threads fill the
-// cores.
+// cores. Work enqueued for a communicator whose ranks outnumber the CPUs
+// (Communicator::cores_shared) is waited for without polling: the worker
+// after it, and Synchronize while it is the last item, check once and
+// sleep, leaving the core to the ranks (base/spin_wait.h).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -33,7 +37,8 @@ class HostStream {
   HostStream(const HostStream&) = delete;
   HostStream& operator=(const HostStream&) = delete;
 
-  void Enqueue(std::function<Status()> work);
+  // `cores_shared`: the work's communicator shares cores (no polling for it).
+  void Enqueue(std::function<Status()> work, bool cores_shared = false);
   // Waits until everything enqueued so far ran. Returns the first failure
   // since the last Synchronize and clears it. Every item is itself bounded
   // by its communicator's timeout, so this wait is bounded too.
@@ -42,18 +47,27 @@ class HostStream {
   // (without clearing it: Synchronize still returns it).
   Status Query();
 
+  // ready() checks made by the worker's and Synchronize's polls (tests).
+  uint64_t worker_polls() const { return worker_poll_.polls(); }
+  uint64_t synchronize_polls() const { return synchronize_poll_.polls(); }
+
  private:
+  struct Item {
+    std::function<Status()> work;
+    bool cores_shared;
+  };
   void Serve();
 
   std::mutex mutex_;
   std::condition_variable work_cv_, idle_cv_;
-  std::deque<std::function<Status()>> queue_;
+  std::deque<Item> queue_;
   bool running_ = false;
   Status first_error_;
   // Read without the lock by the polling stages of the waits; written under it.
   std::atomic<size_t> outstanding_{0};  // queued or running items
   std::atomic<size_t> queued_{0};       // items in queue_
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> last_cores_shared_{false};  // of the last item enqueued
   AdaptiveSpin worker_poll_;       // the worker, for new work
   AdaptiveSpin synchronize_poll_;  // Synchronize, for completion
   std::thread worker_;             // last: starts once everything above exists

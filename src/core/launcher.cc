@@ -78,12 +78,15 @@ Status LaunchTogether(const std::vector<PendingCall>& calls) {
         target = &launches->back();
       }
       target->ops.push_back(call.op);
+      target->ops.back().grouped = true;
     }
     if (stream == nullptr) {
       Status status = RunLaunches(*launches);
       if (first.ok()) first = status;
     } else {
-      stream->stream.Enqueue([launches] { return RunLaunches(*launches); });
+      bool cores_shared = false;  // any of its communicators' ranks outnumber the CPUs
+      for (const CommLaunch& launch : *launches) cores_shared |= launch.comm->impl->cores_shared();
+      stream->stream.Enqueue([launches] { return RunLaunches(*launches); }, cores_shared);
     }
   }
   return first;
@@ -101,7 +104,8 @@ Status Submit(const PendingCall& call) {
   const uint64_t ticket = comm->impl->IssueTicket();
   comm->impl->BeginPending();
   if (call.stream == nullptr) return RunOnComm(comm, ticket, &call.op, 1);
-  call.stream->stream.Enqueue([comm, ticket, op = call.op] { return RunOnComm(comm, ticket, &op, 1); });
+  call.stream->stream.Enqueue([comm, ticket, op = call.op] { return RunOnComm(comm, ticket, &op, 1); },
+                              comm->impl->cores_shared());
   return Status::Ok();
 }
 

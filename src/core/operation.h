@@ -30,6 +30,9 @@ struct Operation {
   // Internal calls (calibration) may pin an algorithm; kAuto lets the
   // communicator choose (CHORUS_ALGO, then the tuner, then the default).
   Algorithm algorithm = Algorithm::kAuto;
+  // Launched from a group (LaunchTogether): always the general path, never
+  // the board (core/board_allreduce.h).
+  bool grouped = false;
 
   bool average = false;
   bool premultiply = false;

@@ -27,6 +27,7 @@ Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, 
   mux->capabilities_.combine_on_receive = !mux->active_.empty();
   for (Transport* transport : mux->active_) {
     mux->capabilities_.combine_on_receive &= transport->capabilities().combine_on_receive;
+    mux->capabilities_.shares_cores |= transport->capabilities().shares_cores;
   }
   *out = std::move(mux);
   return Status::Ok();

@@ -21,6 +21,8 @@ class TransportMux : public Transport {
   const char* name() const override { return "mux"; }
   // combine_on_receive when every peer's transport combines; the executor
   // asks each endpoint anyway, since endpoint(p) is the serving transport's.
+  // shares_cores when any serving transport says so (the same-host ranks
+  // share cores, whatever reaches the other hosts).
   TransportCapabilities capabilities() const override { return capabilities_; }
   std::string LocalAddress() const override;
   Status Connect(const std::vector<std::string>&, Deadline) override;

@@ -1,66 +1,25 @@
 // The executor's reusable working memory (ExecutorContext): a context reused
 // across launches of changing shapes and algorithms gives exact results, a
 // context used by a failed launch works again on a healthy transport, and a
-// warm small launch allocates nothing, counted by replacing operator new in
-// this test binary (per thread, so that each rank counts only its own).
+// warm small launch allocates nothing, counted per thread by replacing
+// operator new in this test binary (allocation_counter.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "allocation_counter.h"
 #include "chorus/chorus.h"
 #include "core/executor.h"
 #include "core/workspace.h"
 #include "inproc_transport.h"
 #include "rank_threads.h"
 #include "transports/shm/shm_transport.h"
-
-// Heap allocations made by the current thread (operator new, every form).
-namespace {
-thread_local long thread_allocations = 0;
-
-void* CountedAllocate(size_t bytes, size_t alignment) {
-  ++thread_allocations;
-  if (bytes == 0) bytes = 1;
-  void* p = nullptr;
-  if (alignment <= alignof(std::max_align_t)) {
-    p = std::malloc(bytes);
-  } else if (posix_memalign(&p, alignment, bytes) != 0) {
-    p = nullptr;
-  }
-  return p;
-}
-}  // namespace
-
-void* operator new(size_t bytes) {
-  void* p = CountedAllocate(bytes, 0);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](size_t bytes) { return operator new(bytes); }
-void* operator new(size_t bytes, std::align_val_t alignment) {
-  void* p = CountedAllocate(bytes, static_cast<size_t>(alignment));
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](size_t bytes, std::align_val_t alignment) { return operator new(bytes, alignment); }
-void* operator new(size_t bytes, const std::nothrow_t&) noexcept { return CountedAllocate(bytes, 0); }
-void* operator new[](size_t bytes, const std::nothrow_t&) noexcept { return CountedAllocate(bytes, 0); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace chorus::testing {
 namespace {
@@ -231,10 +190,10 @@ std::vector<long> WarmAllocations(Algorithm algo, size_t count, int iterations, 
       options.staging = &staging;
       options.context = reuse ? &context : nullptr;
       for (int i = 0; results[r].ok() && i < 2 * iterations; ++i) {
-        if (i == iterations) thread_allocations = 0;  // the first half warms up
+        if (i == iterations) ResetThreadAllocations();  // the first half warms up
         results[r] = ExecuteSchedules(transport, r, bound, options, abort, Deadline::AfterMs(kDeadlineMs));
       }
-      allocations[r] = thread_allocations;
+      allocations[r] = ThreadAllocations();
       if (!results[r].ok()) transport->Shutdown();
       for (float value : recv) {
         if (results[r].ok() && value != 3.0f) results[r] = InternalError("wrong sum ", value);
@@ -284,10 +243,10 @@ TEST(ExecutorReuseTest, WarmEightByteChorusAllReduceAllocatesNothing) {
       if (results[r] != chorusSuccess) return;
       float send[2] = {1.0f + r, 2.0f}, recv[2] = {0, 0};
       for (int i = 0; results[r] == chorusSuccess && i < 2 * kCalls; ++i) {
-        if (i == kCalls) thread_allocations = 0;
+        if (i == kCalls) ResetThreadAllocations();
         results[r] = chorusAllReduce(send, recv, 2, chorusFloat32, chorusSum, comm, nullptr);
       }
-      allocations[r] = thread_allocations;
+      allocations[r] = ThreadAllocations();
       if (results[r] != chorusSuccess) errors[r] = chorusGetLastError(comm);
       if (results[r] == chorusSuccess && (recv[0] != 3.0f || recv[1] != 4.0f)) errors[r] = "wrong sum";
       chorusCommDestroy(comm);

@@ -64,5 +64,46 @@ TEST(AdaptiveSpinTest, ReadyAtOnceReturnsTrueInEveryState) {
   EXPECT_EQ(calls, 1);
 }
 
+// Cores shared by more ranks than they can run: one check, no spin, and the
+// adaptive state is left as it was for the waits that do poll.
+TEST(AdaptiveSpinTest, CoresSharedChecksOnceAndKeepsTheMissCount) {
+  AdaptiveSpin spin(kBudget);
+  for (int i = 0; i < 10; ++i) {
+    int calls = 0;
+    EXPECT_FALSE(spin.Wait(
+        [&] {
+          ++calls;
+          return false;
+        },
+        /*cores_shared=*/true));
+    EXPECT_EQ(calls, 1);
+  }
+  EXPECT_FALSE(spin.skipping());
+  EXPECT_EQ(spin.polls(), 10u);
+  EXPECT_GT(CallsOfAMiss(spin), 16) << "a dedicated-cores wait still spins";
+}
+
+TEST(SpinThenYieldTest, NoPollingChecksOnce) {
+  int calls = 0;
+  EXPECT_FALSE(SpinThenYield(kNoPolling, [&] {
+    ++calls;
+    return false;
+  }));
+  EXPECT_EQ(calls, 1);
+}
+
+// No spin budget but time to yield: it keeps checking (after each
+// sched_yield) until the budget runs out.
+TEST(SpinThenYieldTest, ZeroSpinOnlyYields) {
+  int calls = 0;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(SpinThenYield(SpinBudget{std::chrono::microseconds(0), std::chrono::microseconds(200)}, [&] {
+    ++calls;
+    return false;
+  }));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(200));
+  EXPECT_GE(calls, 2);
+}
+
 }  // namespace
 }  // namespace chorus

@@ -224,8 +224,31 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
   for (auto& peer : peers_) {
     if (peer != nullptr) connected_peers_.push_back(peer.get());
   }
+  if (expected == options_.nranks - 1) board_ = MakeBoard();
   connected_ = true;
   return Status::Ok();
+}
+
+// Every rank is connected here (each maps every segment): the board of
+// the whole communicator.
+std::unique_ptr<shm::ShmBoard> ShmTransport::MakeBoard() {
+  std::vector<shm::ShmBoard::Member> members(options_.nranks);
+  for (int rank = 0; rank < options_.nranks; ++rank) {
+    shm::ShmBoard::Member& member = members[rank];
+    if (rank == options_.rank) {
+      member.area = shm::BoardAreaOf(segment_->data(), options_.nranks, tuning_.ring_bytes);
+      member.header = header();
+      member.pid = pid_;
+      member.label = StrCat("rank ", rank, " (pid ", pid_, ", this rank)");
+    } else {
+      const Peer& peer = *peers_[rank];
+      member.area = shm::BoardAreaOf(peer.segment->data(), options_.nranks, peer.ring_bytes);
+      member.header = peer.header();
+      member.pid = peer.pid;
+      member.label = peer.label;
+    }
+  }
+  return std::make_unique<shm::ShmBoard>(options_.rank, std::move(members), wait_policy_);
 }
 
 }  // namespace chorus

@@ -18,7 +18,7 @@ namespace chorus {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;  // 3: the board area after the rings
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
@@ -99,8 +99,28 @@ inline size_t RoundUpToRecord(size_t bytes) { return (bytes + kCacheLine - 1) & 
 
 inline size_t RingStride(size_t ring_bytes) { return sizeof(RingControl) + ring_bytes; }
 
+// The owner's board (shm_board.h): two slots, written by the owner only,
+// read in place by every local peer. `round` is published last (release).
+// The payload follows in the same cache line, so a reader of up to 48
+// bytes takes one line from the writer's cache, not two.
+constexpr size_t kBoardPayloadBytes = 4096;
+struct alignas(kCacheLine) BoardSlot {
+  std::atomic<uint64_t> round;  // 0: never written
+  uint32_t bytes;               // payload bytes of that round
+  std::atomic<int32_t> cpu;     // where the owner ran when it published
+  uint8_t payload[kBoardPayloadBytes];
+};
+struct BoardArea {
+  BoardSlot slots[2];  // round r lives in slots[r % 2]
+};
+
 inline size_t SegmentBytes(int nranks, size_t ring_bytes) {
-  return sizeof(SegmentHeader) + static_cast<size_t>(nranks) * RingStride(ring_bytes);
+  return sizeof(SegmentHeader) + static_cast<size_t>(nranks) * RingStride(ring_bytes) + sizeof(BoardArea);
+}
+
+inline BoardArea* BoardAreaOf(void* segment, int nranks, size_t ring_bytes) {
+  return reinterpret_cast<BoardArea*>(static_cast<uint8_t*>(segment) + sizeof(SegmentHeader) +
+                                      static_cast<size_t>(nranks) * RingStride(ring_bytes));
 }
 
 inline RingControl* RingControlOf(void* segment, size_t ring_bytes, int sender) {

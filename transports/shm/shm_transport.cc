@@ -67,6 +67,7 @@ TransportCapabilities ShmTransport::capabilities() const {
   TransportCapabilities capabilities;
   capabilities.same_host_only = true;
   capabilities.combine_on_receive = true;
+  capabilities.shares_cores = wait_policy_.yield_when_idle;
   return capabilities;
 }
 
@@ -95,6 +96,7 @@ Status ShmTransport::CreateSegment() {
   for (int sender = 0; sender < options_.nranks; ++sender) {
     new (shm::RingControlOf(segment_->data(), tuning_.ring_bytes, sender)) shm::RingControl();
   }
+  new (shm::BoardAreaOf(segment_->data(), options_.nranks, tuning_.ring_bytes)) shm::BoardArea();
   local_address_ = StrCat("shm1 ", pid_, " ", tuning_.ring_bytes, " ", segment_->name(), " ", host_);
   return Status::Ok();
 }
@@ -203,9 +205,9 @@ Status ShmTransport::Wait(int timeout_ms) {
     if (progressed) return Status::Ok();
     const Clock::time_point now = Clock::now();
     if (now >= end) return CheckPeers(/*force=*/true);
-    if (now - start < wait_policy_.spin) {
+    if (now - start < wait_policy_.budget.spin) {
       for (int i = 0; i < 32; ++i) CpuPause();
-    } else if (now - start < wait_policy_.yield_until) {
+    } else if (now - start < wait_policy_.budget.yield_until) {
       ::sched_yield();
     } else {
       CHORUS_RETURN_IF_ERROR(CheckPeers(/*force=*/true));

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/shm/shm_board.h"
 #include "transports/shm/shm_channel.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_segment.h"
@@ -96,6 +97,9 @@ class ShmTransport : public Transport {
   shm::PullMethod pull_method(int peer) const;
   // Whether waits yield instead of spinning (after Connect).
   bool shares_cores() const { return wait_policy_.yield_when_idle; }
+  // The board of all ranks (shm_board.h) when every rank of the
+  // communicator is connected here (one host, all over shm), else null.
+  shm::ShmBoard* board() const { return board_.get(); }
 
  private:
   friend Status CreateShmTransport(const TransportOptions&, std::unique_ptr<Transport>*, const ShmTuning&);
@@ -113,6 +117,7 @@ class ShmTransport : public Transport {
   Status AwaitAttachments(int expected, const std::vector<std::unique_ptr<Peer>>& peers, Deadline deadline);
   Status VerifySenders(const std::vector<std::unique_ptr<Peer>>& peers) const;
   shm::WaitPolicy ChooseWaitPolicy(const std::vector<std::unique_ptr<Peer>>& peers) const;
+  std::unique_ptr<shm::ShmBoard> MakeBoard();
 
   Status Post(int peer, TransferRequest* request, bool is_send);
   Status PumpAll(bool* progressed);
@@ -146,6 +151,7 @@ class ShmTransport : public Transport {
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the peers
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> wakeup_requested_{false};
+  std::unique_ptr<shm::ShmBoard> board_;
 };
 
 }  // namespace chorus

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/spin_wait.h"
+
 namespace chorus {
 namespace shm {
 
@@ -36,18 +38,18 @@ CpuMask CurrentCpuMask();
 bool RanksOutnumberCpus(const std::vector<CpuMask>& masks);
 
 struct WaitPolicy {
-  std::chrono::microseconds spin;         // busy polling from the start of a wait
-  std::chrono::microseconds yield_until;  // then sched_yield, measured from the start
-  bool yield_when_idle;                   // Progress(0) that found nothing yields the core
+  SpinBudget budget;     // from the start of a wait: busy polling, then sched_yield
+  bool yield_when_idle;  // Progress(0) that found nothing yields the core; the
+                         // transport's shares_cores, so core waits stop polling too
 };
 
 // Cores to spare: spin ~10 us, yield up to 100 us, then sleep.
-constexpr WaitPolicy kDedicatedCoresPolicy = {std::chrono::microseconds(10), std::chrono::microseconds(100), false};
+constexpr WaitPolicy kDedicatedCoresPolicy = {{std::chrono::microseconds(10), std::chrono::microseconds(100)}, false};
 // Ranks outnumber CPUs: never spin, yield on every idle poll and up to
 // 20 us into a wait, then sleep (4 processes on 2 cores: an 8 B allreduce
 // 81 -> 11 us, mostly from the idle-poll yield; sleeping after 20 us rather
 // than 100 us freed the core sooner for 32-256 KiB; docs/performance.md).
-constexpr WaitPolicy kSharedCoresPolicy = {std::chrono::microseconds(0), std::chrono::microseconds(20), true};
+constexpr WaitPolicy kSharedCoresPolicy = {{std::chrono::microseconds(0), std::chrono::microseconds(20)}, true};
 
 }  // namespace shm
 }  // namespace chorus

@@ -1,0 +1,325 @@
+// The board allreduce (core/board_allreduce.h) through the whole C API:
+// every dtype and op at tiny sizes is bit-identical to the rank-order fold
+// of the reduction kernels on 2, 3 and 4 ranks, as threads and as forked
+// processes; board sizes, large sizes and board sizes again stay right; the
+// board is taken only where every rank takes it (oneshot chosen, outside
+// groups, host streams included); PreMulSum and Avg; and a warm call
+// allocates nothing (allocation_counter.h).
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocation_counter.h"
+#include "base/half.h"
+#include "chorus/chorus.h"
+#include "core/board_allreduce.h"
+#include "core/handles.h"
+#include "kernels/reduce.h"
+
+namespace chorus {
+namespace {
+
+constexpr int kTimeoutMs = 30000;
+const chorusRedOp_t kOps[] = {chorusSum, chorusProd, chorusMax, chorusMin, chorusAvg};
+
+// Inputs with fractions, so that the order of a float sum shows in its bits.
+void FillInput(std::vector<uint8_t>* buffer, chorusDataType_t dtype, size_t count, int rank, int salt) {
+  const size_t size = DataTypeSize(dtype);
+  buffer->assign(count * size, 0);
+  for (size_t i = 0; i < count; ++i) {
+    const int step = static_cast<int>((rank * 7 + i * 13 + salt * 5) % 23) - 11;
+    const double value = step * 0.37 + 0.013 * (rank + 1);
+    uint8_t* at = buffer->data() + i * size;
+    auto put = [&](auto v) { std::memcpy(at, &v, sizeof(v)); };
+    switch (dtype) {
+      case chorusInt8:
+        put(static_cast<int8_t>(step));
+        break;
+      case chorusUint8:
+        put(static_cast<uint8_t>(step + 11));
+        break;
+      case chorusInt32:
+        put(static_cast<int32_t>(step * 1000 + rank));
+        break;
+      case chorusUint32:
+        put(static_cast<uint32_t>(step + 11) * 7u);
+        break;
+      case chorusInt64:
+        put(static_cast<int64_t>(step * 100003ll - rank));
+        break;
+      case chorusUint64:
+        put(static_cast<uint64_t>(step + 11) * 3u);
+        break;
+      case chorusFloat16:
+        put(FloatToHalf(static_cast<float>(value)));
+        break;
+      case chorusFloat32:
+        put(static_cast<float>(value));
+        break;
+      case chorusFloat64:
+        put(value / 3.0);
+        break;
+      case chorusBfloat16:
+        put(FloatToBfloat16(static_cast<float>(value)));
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// The oneshot fold: ((x_0 op x_1) op x_2) ..., then / nranks for Avg.
+std::vector<uint8_t> RankOrderReference(chorusDataType_t dtype, chorusRedOp_t op, size_t count, int nranks, int salt) {
+  const ReduceOp reduce = op == chorusAvg ? ReduceOp::kSum : static_cast<ReduceOp>(op);
+  std::vector<uint8_t> result, input;
+  FillInput(&result, dtype, count, 0, salt);
+  for (int rank = 1; rank < nranks; ++rank) {
+    FillInput(&input, dtype, count, rank, salt);
+    ReduceKernel(result.data(), result.data(), input.data(), count, dtype, reduce);
+  }
+  if (op == chorusAvg) DivideKernel(result.data(), count, dtype, nranks);
+  return result;
+}
+
+// Every dtype x op at tiny sizes (up to the whole slot), out of place and
+// in place; "" or the first mismatch.
+std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, int* calls) {
+  for (int t = 0; t < chorusNumTypes; ++t) {
+    const auto dtype = static_cast<chorusDataType_t>(t);
+    const size_t size = DataTypeSize(dtype);
+    for (chorusRedOp_t op : kOps) {
+      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, kBoardAllReduceMaxBytes / size}) {
+        for (bool in_place : {false, true}) {
+          const int salt = static_cast<int>(count) + t + static_cast<int>(op);
+          std::vector<uint8_t> send, recv(count * size, 0xee);
+          FillInput(&send, dtype, count, rank, salt);
+          void* out = in_place ? static_cast<void*>(send.data()) : recv.data();
+          chorusResult_t result = chorusAllReduce(send.data(), out, count, dtype, op, comm, nullptr);
+          ++*calls;
+          if (result != chorusSuccess) return StrCat("allreduce failed: ", chorusGetLastError(comm));
+          const std::vector<uint8_t> expected = RankOrderReference(dtype, op, count, nranks, salt);
+          if (std::memcmp(out, expected.data(), expected.size()) != 0) {
+            return StrCat(DataTypeName(dtype), " op ", static_cast<int>(op), " count ", count,
+                          in_place ? " in place" : "", ": not the rank-order result");
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// Communicators of `nranks` thread ranks; body(rank, comm) on one thread per
+// rank; each rank's message ("" = passed).
+std::vector<std::string> RunThreadRanks(int nranks, const char* algo,
+                                        const std::function<std::string(int, chorusComm_t)>& body) {
+  chorusUniqueId id;
+  EXPECT_EQ(chorusGetUniqueId(&id), chorusSuccess);
+  std::vector<std::string> errors(nranks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < nranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+      config.algo = algo;
+      config.timeoutMs = kTimeoutMs;
+      chorusComm_t comm = nullptr;
+      if (chorusCommInitRankConfig(&comm, nranks, id, rank, &config) != chorusSuccess) {
+        errors[rank] = "init failed";
+        return;
+      }
+      errors[rank] = body(rank, comm);
+      if (!errors[rank].empty())
+        chorusCommAbort(comm);
+      else
+        chorusCommDestroy(comm);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return errors;
+}
+
+void ExpectAllPassed(const std::vector<std::string>& errors) {
+  for (size_t rank = 0; rank < errors.size(); ++rank) EXPECT_EQ(errors[rank], "") << "rank " << rank;
+}
+
+uint64_t BoardRounds(chorusComm_t comm) { return comm->impl->board_rounds(); }
+
+TEST(BoardAllReduceTest, ThreadsBitIdenticalToRankOrderForEveryTypeAndOp) {
+  for (int nranks : {2, 3, 4}) {
+    SCOPED_TRACE(StrCat(nranks, " thread ranks"));
+    ExpectAllPassed(RunThreadRanks(nranks, "allreduce:oneshot", [&](int rank, chorusComm_t comm) -> std::string {
+      int calls = 0;
+      std::string error = SweepTypesAndOps(comm, rank, nranks, &calls);
+      if (error.empty() && BoardRounds(comm) != static_cast<uint64_t>(calls)) {
+        error = StrCat(BoardRounds(comm), " board rounds for ", calls, " calls");
+      }
+      return error;
+    }));
+  }
+}
+
+TEST(BoardAllReduceTest, ProcessesBitIdenticalToRankOrderForEveryTypeAndOp) {
+  for (int nranks : {2, 3, 4}) {
+    SCOPED_TRACE(StrCat(nranks, " process ranks"));
+    chorusUniqueId id;
+    ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess);
+    constexpr size_t kMessageBytes = 512;
+    void* mapped = ::mmap(nullptr, 4 * kMessageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mapped, MAP_FAILED);
+    auto* messages = static_cast<char*>(mapped);
+    std::fflush(nullptr);
+    std::vector<pid_t> pids;
+    for (int rank = 0; rank < nranks; ++rank) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+        config.algo = "allreduce:oneshot";
+        config.timeoutMs = kTimeoutMs;
+        chorusComm_t comm = nullptr;
+        std::string error = "init failed";
+        if (chorusCommInitRankConfig(&comm, nranks, id, rank, &config) == chorusSuccess) {
+          int calls = 0;
+          error = SweepTypesAndOps(comm, rank, nranks, &calls);
+          if (error.empty() && BoardRounds(comm) != static_cast<uint64_t>(calls)) error = "board not used";
+          chorusCommDestroy(comm);
+        }
+        std::snprintf(messages + rank * kMessageBytes, kMessageBytes, "%s", error.c_str());
+        ::_exit(error.empty() ? 0 : 1);
+      }
+      pids.push_back(pid);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+    for (int rank = 0; rank < nranks; ++rank) {
+      int status = -1;
+      while (::waitpid(pids[rank], &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() >= give_up) {
+          ::kill(pids[rank], SIGKILL);
+          ::waitpid(pids[rank], &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "rank " << rank << " status " << status << ": " << messages + rank * kMessageBytes;
+    }
+    ::munmap(mapped, 4 * kMessageBytes);
+  }
+}
+
+// Board, then sizes past the slot (the general oneshot and the ring), then
+// the board again: every result right, and only the tiny calls on the board.
+TEST(BoardAllReduceTest, MixedSizesStayCorrect) {
+  ExpectAllPassed(RunThreadRanks(3, "allreduce:oneshot", [](int rank, chorusComm_t comm) -> std::string {
+    const size_t counts[] = {2, 1024, kBoardAllReduceMaxBytes / 4 + 1, 262144, 5, 1 << 20, 2};
+    uint64_t expected_rounds = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (size_t count : counts) {
+        std::vector<float> send(count), recv(count, -1.0f);
+        for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i % 100) + rank);
+        if (chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm, nullptr) !=
+            chorusSuccess) {
+          return StrCat("count ", count, ": ", chorusGetLastError(comm));
+        }
+        for (size_t i = 0; i < count; ++i) {
+          if (recv[i] != static_cast<float>(3 * (i % 100) + 3)) return StrCat("count ", count, ": wrong element ", i);
+        }
+        if (count * sizeof(float) <= kBoardAllReduceMaxBytes) ++expected_rounds;
+        if (BoardRounds(comm) != expected_rounds) return StrCat("count ", count, ": ", BoardRounds(comm), " rounds");
+      }
+    }
+    return "";
+  }));
+}
+
+// A forced other algorithm never takes the board; groups never do; host
+// streams do (the worker runs the same launch).
+TEST(BoardAllReduceTest, TakenOnlyForOneshotOutsideGroups) {
+  ExpectAllPassed(RunThreadRanks(2, "allreduce:ring", [](int rank, chorusComm_t comm) -> std::string {
+    float send[2] = {1.0f + rank, 2.0f}, recv[2] = {0, 0};
+    for (int i = 0; i < 10; ++i) {
+      if (chorusAllReduce(send, recv, 2, chorusFloat32, chorusSum, comm, nullptr) != chorusSuccess) return "failed";
+    }
+    if (recv[0] != 3.0f || recv[1] != 4.0f) return "wrong sum";
+    return BoardRounds(comm) == 0 ? "" : "ring took the board";
+  }));
+  ExpectAllPassed(RunThreadRanks(2, "allreduce:oneshot", [](int rank, chorusComm_t comm) -> std::string {
+    float send[2] = {1.0f + rank, 2.0f}, recv[2] = {0, 0};
+    chorusGroupStart();
+    chorusResult_t result = chorusAllReduce(send, recv, 2, chorusFloat32, chorusSum, comm, nullptr);
+    if (chorusGroupEnd() != chorusSuccess || result != chorusSuccess) return "group failed";
+    if (recv[0] != 3.0f || recv[1] != 4.0f) return "wrong sum in a group";
+    if (BoardRounds(comm) != 0) return "a group took the board";
+    chorusStream_t stream = nullptr;
+    if (chorusStreamCreate(&stream) != chorusSuccess) return "no stream";
+    std::vector<float> results(64 * 2, 0.0f);
+    for (int i = 0; i < 64; ++i) {
+      float input[2] = {static_cast<float>(i + rank), 1.0f};
+      // The stream reads the input when it runs: keep each call's own copy.
+      std::memcpy(&results[2 * i], input, sizeof(input));
+      chorusAllReduce(&results[2 * i], &results[2 * i], 2, chorusFloat32, chorusSum, comm, stream);
+    }
+    result = chorusStreamSynchronize(stream);
+    chorusStreamDestroy(stream);
+    if (result != chorusSuccess) return StrCat("stream: ", chorusGetLastError(comm));
+    for (int i = 0; i < 64; ++i) {
+      if (results[2 * i] != static_cast<float>(2 * i + 1) || results[2 * i + 1] != 2.0f) return "wrong stream sum";
+    }
+    return BoardRounds(comm) == 64 ? "" : StrCat("stream took ", BoardRounds(comm), " board rounds, not 64");
+  }));
+}
+
+// PreMulSum scales each input into the rank's slot, then folds in rank order.
+TEST(BoardAllReduceTest, PreMulSumScalesIntoTheSlot) {
+  ExpectAllPassed(RunThreadRanks(3, "allreduce:oneshot", [](int rank, chorusComm_t comm) -> std::string {
+    float scalar = 0.37f;
+    chorusRedOp_t op;
+    if (chorusRedOpCreatePreMulSum(&op, &scalar, chorusFloat32, chorusScalarHostImmediate, comm) != chorusSuccess) {
+      return "no PreMulSum op";
+    }
+    constexpr size_t kCount = 33;
+    std::vector<uint8_t> send, expected, input, recv(kCount * sizeof(float));
+    FillInput(&send, chorusFloat32, kCount, rank, 9);
+    for (int r = 0; r < 3; ++r) {
+      FillInput(&input, chorusFloat32, kCount, r, 9);
+      ScaleKernel(input.data(), input.data(), kCount, chorusFloat32, &scalar);
+      if (r == 0) {
+        expected = input;
+      } else {
+        ReduceKernel(expected.data(), expected.data(), input.data(), kCount, chorusFloat32, ReduceOp::kSum);
+      }
+    }
+    if (chorusAllReduce(send.data(), recv.data(), kCount, chorusFloat32, op, comm, nullptr) != chorusSuccess) {
+      return StrCat("allreduce failed: ", chorusGetLastError(comm));
+    }
+    if (recv != expected) return "not the rank-order sum of the scaled inputs";
+    return BoardRounds(comm) == 1 ? "" : "board not used";
+  }));
+}
+
+TEST(BoardAllReduceTest, WarmCallAllocatesNothing) {
+  std::vector<long> allocations(2, -1);
+  ExpectAllPassed(RunThreadRanks(2, "allreduce:oneshot", [&](int rank, chorusComm_t comm) -> std::string {
+    float send[2] = {1.0f + rank, 2.0f}, recv[2] = {0, 0};
+    for (int i = 0; i < 2000; ++i) {
+      if (i == 1000) testing::ResetThreadAllocations();
+      if (chorusAllReduce(send, recv, 2, chorusFloat32, chorusSum, comm, nullptr) != chorusSuccess) return "failed";
+    }
+    allocations[rank] = testing::ThreadAllocations();
+    if (recv[0] != 3.0f || recv[1] != 4.0f) return "wrong sum";
+    return BoardRounds(comm) == 2000 ? "" : "board not used";
+  }));
+  EXPECT_EQ(allocations, std::vector<long>({0, 0}));
+}
+
+}  // namespace
+}  // namespace chorus

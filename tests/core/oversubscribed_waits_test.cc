@@ -1,0 +1,189 @@
+// When the ranks of a host outnumber its CPUs, the transport says so
+// (TransportCapabilities::shares_cores) and no wait in core polls: the
+// executor waits in the transport at once, the host stream's worker and
+// Synchronize check once and sleep. Counts the polls each wait makes.
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "chorus/chorus.h"
+#include "core/executor.h"
+#include "core/handles.h"
+#include "core/host_stream.h"
+#include "core/transport_mux.h"
+#include "inproc_transport.h"
+
+namespace chorus {
+namespace {
+
+using testing::InprocFabric;
+constexpr int kDeadlineMs = 30000;
+
+// A fabric transport that reports `shares_cores` and counts Progress(0).
+class CoresTransport : public Transport {
+ public:
+  CoresTransport(Transport* inner, bool shares_cores) : inner_(inner), shares_cores_(shares_cores) {}
+  const char* name() const override { return "cores"; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities capabilities = inner_->capabilities();
+    capabilities.shares_cores = shares_cores_;
+    return capabilities;
+  }
+  std::string LocalAddress() const override { return inner_->LocalAddress(); }
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override {
+    return inner_->Connect(addresses, deadline);
+  }
+  Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
+  Status Progress(int timeout_ms) override {
+    if (timeout_ms == 0) polls.fetch_add(1, std::memory_order_relaxed);
+    return inner_->Progress(timeout_ms);
+  }
+  void Wakeup() override { inner_->Wakeup(); }
+  void Shutdown() override { inner_->Shutdown(); }
+
+  std::atomic<int> polls{0};
+
+ private:
+  Transport* inner_;
+  bool shares_cores_;
+};
+
+TEST(OversubscribedWaitsTest, MuxSharesCoresWhenAnyServingTransportDoes) {
+  for (bool shares : {false, true}) {
+    InprocFabric near(2), far(2);
+    std::vector<std::unique_ptr<Transport>> transports;
+    transports.push_back(std::make_unique<CoresTransport>(near.transport(0), shares));
+    transports.push_back(std::make_unique<CoresTransport>(far.transport(0), false));
+    std::unique_ptr<TransportMux> mux;
+    ASSERT_TRUE(TransportMux::Create(std::move(transports), 0, 2, &mux).ok());
+    EXPECT_EQ(mux->capabilities().shares_cores, shares);
+  }
+}
+
+// Rank 1 sends 8 bytes 20 ms late; counts rank 0's idle polls.
+int IdlePollsOfALateReceive(bool shares_cores) {
+  InprocFabric fabric(2);
+  std::vector<std::unique_ptr<CoresTransport>> transports;
+  for (int r = 0; r < 2; ++r) transports.push_back(std::make_unique<CoresTransport>(fabric.transport(r), shares_cores));
+  std::vector<Status> results(2);
+  const std::atomic<bool> abort{false};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      Schedule schedule;
+      schedule.element_size = 1;
+      Step step;
+      step.kind = r == 0 ? StepKind::kRecv : StepKind::kSend;
+      step.peer = 1 - r;
+      step.src = {BufferId::kSend, 0};
+      step.dst = {BufferId::kRecv, 0};
+      step.bytes = 8;
+      schedule.Add(step);
+      uint8_t send[8] = {1, 2, 3, 4, 5, 6, 7, 8}, recv[8] = {};
+      const std::vector<BoundSchedule> bound = {BoundSchedule{&schedule, send, recv, nullptr, /*tag=*/1}};
+      Workspace staging;
+      ExecutorOptions options;
+      options.staging = &staging;
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      results[r] = ExecuteSchedules(transports[r].get(), r, bound, options, abort, Deadline::AfterMs(kDeadlineMs));
+      if (!results[r].ok()) transports[r]->Shutdown();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].message();
+  return transports[0]->polls.load();
+}
+
+TEST(OversubscribedWaitsTest, ExecutorWaitsInTheTransportAtOnceWhenCoresAreShared) {
+  // Dedicated cores: a stretch of 64 idle polls before it sleeps.
+  EXPECT_GE(IdlePollsOfALateReceive(false), 64);
+  // Shared: only the poll right after posting (which made progress).
+  EXPECT_LE(IdlePollsOfALateReceive(true), 2);
+}
+
+TEST(OversubscribedWaitsTest, HostStreamDoesNotPollForSharedCoresWork) {
+  HostStream stream;
+  auto slow_item = [] {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return Status::Ok();
+  };
+  stream.Enqueue(slow_item, /*cores_shared=*/true);
+  ASSERT_TRUE(stream.Synchronize().ok());
+  const uint64_t synchronize_before = stream.synchronize_polls();
+  const uint64_t worker_before = stream.worker_polls();
+  constexpr int kItems = 50;
+  for (int i = 0; i < kItems; ++i) {
+    stream.Enqueue(slow_item, /*cores_shared=*/true);
+    ASSERT_TRUE(stream.Synchronize().ok());
+  }
+  // One check per wait: Synchronize once per call, the worker once per idle
+  // spell (the one after the first item may fall on either side of the read).
+  EXPECT_EQ(stream.synchronize_polls() - synchronize_before, static_cast<uint64_t>(kItems));
+  EXPECT_LE(stream.worker_polls() - worker_before, static_cast<uint64_t>(kItems + 1));
+}
+
+TEST(OversubscribedWaitsTest, HostStreamPollsForDedicatedCoresWork) {
+  HostStream stream;
+  stream.Enqueue([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(stream.Synchronize().ok());
+  EXPECT_GT(stream.synchronize_polls(), 16u) << "a first wait spins a batch of 16 polls at least";
+}
+
+// End to end: more thread ranks than this process's CPUs, over shared
+// memory. The shm transport's decision reaches the communicator (whose turn
+// waits then do not poll) and the host stream that runs its calls.
+TEST(OversubscribedWaitsTest, TheTransportsDecisionReachesCommunicatorAndStream) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  if (cpus > 4) GTEST_SKIP() << cpus << " CPUs: too many thread ranks to oversubscribe them in a test";
+  const int nranks = cpus + 1;
+  std::vector<chorusComm_t> comms(nranks);
+  ASSERT_EQ(chorusCommInitAll(comms.data(), nranks, nullptr), chorusSuccess) << chorusGetLastError(nullptr);
+  constexpr int kCalls = 20;
+  std::vector<uint64_t> synchronize_polls(nranks);
+  std::vector<int> failures(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      chorusStream_t stream = nullptr;
+      if (chorusStreamCreate(&stream) != chorusSuccess) {
+        ++failures[r];
+        return;
+      }
+      // 8 KiB: through the executor and the transport (tiny calls may take
+      // the shm board, which waits on its own).
+      std::vector<float> values(2048, 1.0f);
+      for (int i = 0; i < kCalls; ++i) {
+        failures[r] += chorusAllReduce(values.data(), values.data(), values.size(), chorusFloat32, chorusSum, comms[r],
+                                       stream) != chorusSuccess;
+        failures[r] += chorusStreamSynchronize(stream) != chorusSuccess;
+      }
+      synchronize_polls[r] = stream->stream.synchronize_polls();
+      failures[r] += chorusStreamDestroy(stream) != chorusSuccess;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int r = 0; r < nranks; ++r) {
+    EXPECT_EQ(failures[r], 0) << "rank " << r;
+    EXPECT_TRUE(comms[r]->impl->cores_shared()) << "rank " << r << ": " << nranks << " ranks on " << cpus << " CPUs";
+    EXPECT_EQ(synchronize_polls[r], static_cast<uint64_t>(kCalls)) << "rank " << r;
+  }
+  std::vector<std::thread> destroyers;  // concurrently, as ranks would
+  std::vector<chorusResult_t> destroyed(nranks, chorusSuccess);
+  for (int r = 0; r < nranks; ++r) destroyers.emplace_back([&, r] { destroyed[r] = chorusCommDestroy(comms[r]); });
+  for (std::thread& thread : destroyers) thread.join();
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(destroyed[r], chorusSuccess) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,162 @@
+#include "transports/shm/shm_board.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "base/spin_wait.h"
+#include "transports/shm/shm_futex.h"
+#include "transports/shm/shm_names.h"
+
+namespace chorus {
+namespace shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// While sleeping for a peer, wake this often to see whether it died (its
+// death wakes nobody; its shutdown does).
+constexpr std::chrono::microseconds kSleepSlice(5000);
+constexpr std::chrono::milliseconds kLivenessInterval(5);
+// Yields before a wait may sleep, however little time they took: when ranks
+// outnumber CPUs one yield can run another rank for longer than the whole
+// yield budget, and a futex sleep then costs every round a wake-up (4
+// processes on 2 cores, 8 B: 80-110 us per call with the time budget alone).
+constexpr uint32_t kYieldsBeforeSleep = 64;
+// With a core per rank, the board spins at least kMinSpin and yields until at
+// least kMinYield before it sleeps, longer than the transport's policy: a
+// board wait is one small call whose peer is on its way, and under other
+// jobs' load a rank that yields after 10 us gives its slice away and comes
+// back after its peer has (2 ranks not pinned, 8 B, perf/compare busbw vs
+// Open MPI: 0.6x with 10 us, 1.1-2.3x with 200 us); a sleeping rank is
+// woken onto its waker's CPU, stacking the ranks on one core.
+constexpr std::chrono::microseconds kMinSpin(200);
+constexpr std::chrono::microseconds kMinYield(2000);
+
+}  // namespace
+
+ShmBoard::ShmBoard(int rank, std::vector<Member> members, WaitPolicy policy)
+    : rank_(rank),
+      nranks_(static_cast<int>(members.size())),
+      members_(std::move(members)),
+      own_area_(members_[rank].area),
+      own_header_(members_[rank].header),
+      own_pid_(members_[rank].pid),
+      policy_(policy) {}
+
+void ShmBoard::Publish(uint64_t round, size_t bytes) {
+  BoardSlot& slot = own_area_->slots[round & 1];
+  slot.bytes = static_cast<uint32_t>(bytes);
+  slot.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
+  // seq_cst store, then seq_cst loads of the peers' `sleeping` flags: pairs
+  // with SleepOnce (Dekker), so a peer either sees our round or we see that
+  // it sleeps and wake it. (A release store without the fence measured the
+  // same, 2 ranks pinned, and could miss a wake-up.)
+  slot.round.store(round, std::memory_order_seq_cst);
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer == rank_) continue;
+    SegmentHeader* header = members_[peer].header;
+    if (header->sleeping.load(std::memory_order_seq_cst) != 0) WakeOwner(header);
+  }
+}
+
+Status ShmBoard::Ready(int peer, uint64_t round, size_t bytes, const uint8_t** payload) const {
+  const BoardSlot& slot = members_[peer].area->slots[round & 1];
+  if (slot.bytes != bytes) {
+    return InvalidUsage("shm board: ", members_[peer].label, " published ", slot.bytes, " bytes in round ", round,
+                        " where rank ", rank_, " expects ", bytes, " (the ranks called different operations)");
+  }
+  *payload = slot.payload;
+  return Status::Ok();
+}
+
+void ShmBoard::SleepOnce(const BoardSlot& slot, uint64_t round, int64_t timeout_us) {
+  const uint32_t word = own_header_->futex_word.load(std::memory_order_acquire);
+  own_header_->sleeping.store(1, std::memory_order_seq_cst);
+  if (slot.round.load(std::memory_order_seq_cst) != round && own_header_->closed.load(std::memory_order_acquire) == 0) {
+    FutexWait(&own_header_->futex_word, word, timeout_us);
+  }
+  own_header_->sleeping.store(0, std::memory_order_relaxed);
+}
+
+Status ShmBoard::AwaitSlow(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
+                           const uint8_t** payload) {
+  const Member& member = members_[peer];
+  const BoardSlot& slot = member.area->slots[round & 1];
+  auto published = [&] { return slot.round.load(std::memory_order_acquire) == round; };
+  // Cores to spare: poll a stretch with no clock read (the peer is usually
+  // a fraction of a microsecond away). Ranks outnumber CPUs, or the peer
+  // last published from this very CPU (unpinned ranks that the scheduler
+  // stacked on one core while others' work holds the rest): yield at once,
+  // since the peer cannot run while we spin.
+  const int peer_cpu = member.area->slots[(round - 1) & 1].cpu.load(std::memory_order_relaxed);
+  const bool cores_to_spare = policy_.budget.spin.count() > 0;
+  bool yielding = !cores_to_spare || (peer_cpu >= 0 && peer_cpu == ::sched_getcpu());
+  const Clock::duration spin =
+      cores_to_spare ? std::max<Clock::duration>(policy_.budget.spin, kMinSpin) : Clock::duration::zero();
+  const Clock::duration yield_until =
+      cores_to_spare ? std::max<Clock::duration>(policy_.budget.yield_until, kMinYield) : policy_.budget.yield_until;
+  uint32_t polls = yielding ? 1 : kPollsBetweenChecks;
+  Clock::time_point start, end, next_liveness_check;
+  bool clock_started = false;
+  uint32_t yields = 0;
+  while (true) {
+    for (uint32_t i = 0; i < polls; ++i) {
+      if (published()) return Ready(peer, round, bytes, payload);
+      if (yielding) {
+        ::sched_yield();
+        ++yields;
+      } else {
+        CpuPause();
+      }
+    }
+    const Clock::time_point now = Clock::now();
+    if (!clock_started) {
+      clock_started = true;
+      start = now;
+      end = now + std::chrono::milliseconds(timeout_ms);
+      // Not at once: ProcessGone reads /proc (~15 us), and most waits that
+      // get this far still end within microseconds.
+      next_liveness_check = now + kLivenessInterval;
+    }
+    if (abort != nullptr && abort->load(std::memory_order_relaxed)) {
+      return RemoteError("shm board: rank ", rank_, " aborted while waiting for ", member.label, " in round ", round);
+    }
+    if (own_header_->closed.load(std::memory_order_acquire) != 0) {
+      return InvalidUsage("shm board: rank ", rank_, "'s shm transport was shut down");
+    }
+    // What the peer published before it shut down or exited still counts.
+    if (member.header->closed.load(std::memory_order_acquire) != 0) {
+      if (published()) return Ready(peer, round, bytes, payload);
+      return RemoteError(member.label, " shut down its shm transport before publishing round ", round);
+    }
+    if (now >= next_liveness_check) {
+      next_liveness_check = now + kLivenessInterval;
+      if (member.pid != own_pid_ && ProcessGone(member.pid)) {
+        if (published()) return Ready(peer, round, bytes, payload);
+        return RemoteError(member.label, " died before publishing round ", round);
+      }
+    }
+    if (now >= end) {
+      return TimeoutError("shm board: rank ", rank_, " waited ", timeout_ms, " ms for ", member.label,
+                          " to publish round ", round);
+    }
+    const Clock::duration waited = now - start;
+    if (waited < spin && !yielding) {
+      yielding = false;
+      polls = kPollsBetweenChecks;
+    } else if (waited < yield_until || yields < kYieldsBeforeSleep) {
+      yielding = true;
+      polls = 1;
+    } else {
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
+      SleepOnce(slot, round, std::min(left, kSleepSlice).count() + 1);
+      yielding = false;
+      polls = 1;
+    }
+  }
+}
+
+}  // namespace shm
+}  // namespace chorus
