@@ -12,7 +12,8 @@
 #  d  emulated cluster (perf/cluster/cluster.sh: 4 hosts, 1 Gbit/s; root):
 #     lion-cub 1-bit >= 25x fewer gradient bytes and >= 2x shorter steps than
 #     float32 Lion; pipe-sgd steps <= 0.65x of sync's when communication
-#     and computation take about the same time
+#     and computation take about the same time (also: pipe-sgd with its
+#     fp16 wire, and both ratios over the steps after the 10 warm-up steps)
 #
 # Default: full Fashion-MNIST, 5 epochs. --quick: 1 epoch on the first 12,000
 # training and 2,000 test images, 40 cluster steps (checks the pipeline; its
@@ -142,6 +143,7 @@ cluster() {
 # ms per step and MB of gradient payload per rank, from the CSV; link bytes
 # per rank (mean over the 4 hosts) from the log.
 step_ms() { awk -v s="$(column "$1" seconds)" -v n="$(column "$1" steps)" 'BEGIN { printf "%.1f", 1e3 * s / n }'; }
+steady_ms() { awk -v s="$(column "$1" steady_seconds)" -v n="$(column "$1" steady_steps)" 'BEGIN { printf "%.1f", 1e3 * s / n }'; }
 time_split() { echo "$(column "$1" compute_seconds) s compute / $(column "$1" communication_seconds) s comm"; }
 link_mb() { awk '/eth0_tx_bytes/ { s += $NF; n++ } END { printf "%.1f", s / n / 1e6 }' "$1"; }
 if want d; then
@@ -151,10 +153,15 @@ if want d; then
   rc_lion=$?
   cluster lion-cub "${lion_opt[@]}" --batch "$cluster_batch" --lion-cub
   rc_cub=$?
-  cluster sync-c "${sgd_opt[@]}" --batch "$pipe_batch"
+  # Steps from 11 on are timed apart too (CSV steady_*): pipe-sgd's first 10
+  # are its synchronous warm-up.
+  cluster sync-c "${sgd_opt[@]}" --batch "$pipe_batch" --timed-after-steps 10
   rc_sync=$?
-  cluster pipe-sgd-c "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10
+  cluster pipe-sgd-c "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10 --timed-after-steps 10
   rc_pipe=$?
+  cluster pipe-fp16-c "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10 --fp16-wire \
+    --timed-after-steps 10
+  rc_pipe=$((rc_pipe + $?))
   if [ $rc_lion -eq 77 ]; then
     row "(d) emulated cluster" "-" "skipped: perf/cluster/cluster.sh needs root" "not run"
   elif [ $((rc_lion + rc_cub + rc_sync + rc_pipe)) -ne 0 ]; then
@@ -170,9 +177,13 @@ if want d; then
     mf=$(step_ms "$out/lion-f32.csv") mc=$(step_ms "$out/lion-cub.csv")
     row "(d) lion-cub step >= 2x shorter than float32 Lion" "lion-f32, lion-cub (batch $cluster_batch)" \
         "$mf vs $mc ms/step: $(awk "BEGIN { printf \"%.2f\", $mf / $mc }")x" "$(verdict "$mf >= 2 * $mc")"
-    ms=$(step_ms "$out/sync-c.csv") mp=$(step_ms "$out/pipe-sgd-c.csv")
+    ms=$(step_ms "$out/sync-c.csv") mp=$(step_ms "$out/pipe-sgd-c.csv") mh=$(step_ms "$out/pipe-fp16-c.csv")
+    ss=$(steady_ms "$out/sync-c.csv") sp=$(steady_ms "$out/pipe-sgd-c.csv") sh=$(steady_ms "$out/pipe-fp16-c.csv")
     row "(d) pipe-sgd step <= 0.65x of sync" "sync-c, pipe-sgd-c (batch $pipe_batch; sync: $(time_split "$out/sync-c.csv"); load average ${load_at_start[sync-c]} / ${load_at_start[pipe-sgd-c]})" \
-        "$mp vs $ms ms/step: $(awk "BEGIN { printf \"%.2f\", $mp / $ms }")x" "$(verdict "$mp <= 0.65 * $ms")"
+        "all steps: $mp vs $ms ms/step: $(awk "BEGIN { printf \"%.2f\", $mp / $ms }")x; steps 11-: $sp vs $ss ms/step: $(awk "BEGIN { printf \"%.2f\", $sp / $ss }")x" \
+        "$(verdict "$mp <= 0.65 * $ms") (all steps)"
+    row "(d) pipe-sgd --fp16-wire (optional wire), same runs" "sync-c, pipe-fp16-c (load average ${load_at_start[pipe-fp16-c]})" \
+        "all steps: $mh vs $ms ms/step: $(awk "BEGIN { printf \"%.2f\", $mh / $ms }")x; steps 11-: $sh vs $ss ms/step: $(awk "BEGIN { printf \"%.2f\", $sh / $ss }")x" "-"
   fi
 fi
 cat "$table"

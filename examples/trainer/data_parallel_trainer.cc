@@ -1,5 +1,6 @@
 #include "examples/trainer/data_parallel_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -65,7 +66,10 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
   float rate = 0.0f;
   const auto gradients_ready = [this](size_t begin) { exchange_->GradientsReady(model_->gradients(), begin); };
   const Clock::time_point epoch_start = Clock::now();
+  const int untimed = std::min(options_.timed_after_steps, steps_per_epoch_);
+  Clock::time_point steady_start = epoch_start;
   for (int s = 0; s < steps_per_epoch_; ++s, ++step_) {
+    if (s == untimed && s > 0) steady_start = Clock::now();
     const size_t begin = static_cast<size_t>(s) * local_batch_;
     train_->Gather(indices, begin, begin + local_batch_, &batch_images_, &batch_labels_);
     const LossResult loss = exchange_->wants_gradient_hook()
@@ -78,7 +82,10 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
     if (step_observer_) step_observer_(s + 1);
   }
   CHORUS_RETURN_IF_ERROR(exchange_->Quiesce());
-  const double seconds = SecondsSince(epoch_start);
+  const Clock::time_point epoch_end = Clock::now();
+  const double seconds = std::chrono::duration<double>(epoch_end - epoch_start).count();
+  const double steady_seconds =
+      untimed < steps_per_epoch_ ? std::chrono::duration<double>(epoch_end - steady_start).count() : 0.0;
   const ExchangeCounters counters = exchange_->TakeCounters();
   const double samples = static_cast<double>(steps_per_epoch_) * options_.global_batch;
   std::vector<double> totals{loss_sum, correct};
@@ -98,6 +105,8 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
   stats->extra_bytes = counters.extra_bytes;
   stats->gradient_bytes = counters.gradient_bytes;
   stats->steps = steps_per_epoch_;
+  stats->steady_seconds = steady_seconds;
+  stats->steady_steps = steps_per_epoch_ - untimed;
   stats->images_per_second = samples / seconds;
   stats->test_accuracy = -1.0;
   if (test_ != nullptr) CHORUS_RETURN_IF_ERROR(Evaluate(*test_, &stats->test_accuracy));

@@ -32,6 +32,7 @@ struct TrainOptions {
   float lr_step_epochs = 0.0f;  // step schedule: decay every this many epochs (0: never)
   size_t bucket_bytes = 0;      // 0: one fused AllReduce (overlap: its default bucket)
   ExchangeOptions exchange;     // communication mode; its bucket_bytes comes from above
+  int timed_after_steps = 0;    // EpochStats::steady_*: time the epoch's steps from this one on
 };
 
 struct EpochStats {
@@ -49,6 +50,10 @@ struct EpochStats {
   unsigned long long extra_bytes = 0;         // this rank's plain payload beside them (gossip, momentum sync)
   unsigned long long gradient_bytes = 0;      // this rank's payload of gradient collectives, every mode
   int steps = 0;                              // optimizer steps in the epoch
+  // The epoch's steps from TrainOptions::timed_after_steps on (all of them
+  // by default): the steady state, without pipe-sgd's synchronous warm-up.
+  double steady_seconds = 0.0;
+  int steady_steps = 0;
   double images_per_second = 0.0;  // global
 };
 

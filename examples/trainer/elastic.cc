@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "examples/trainer/distributed_sampler.h"
+#include "examples/trainer/elastic_update.h"
 #include "examples/trainer/lr_schedule.h"
 #include "examples/trainer/models.h"
 #include "examples/trainer/softmax_cross_entropy.h"
@@ -39,15 +40,14 @@ class ElasticLoop {
   }
 
   ~ElasticLoop() {
+    update_.reset();  // its stream and vote state go before the communicator
     if (owned_ != nullptr && chorusCommDestroy(owned_) != chorusSuccess) {
       std::fprintf(stderr, "[elastic] rank %d: destroying the shrunk communicator failed\n", launch_rank_);
     }
   }
 
   chorus::Status Init() {
-    if (options_.exchange.mode != "sync" || options_.optimizer.name != "sgd") {
-      return chorus::InvalidArgument("--elastic supports the synchronous mode with --optimizer sgd only");
-    }
+    CHORUS_RETURN_IF_ERROR(CheckElasticMode(options_));
     steps_per_epoch_ = train_.count / options_.global_batch;
     if (options_.max_steps_per_epoch > 0) steps_per_epoch_ = std::min(steps_per_epoch_, options_.max_steps_per_epoch);
     if (steps_per_epoch_ < 1) {
@@ -62,8 +62,7 @@ class ElasticLoop {
                         ? std::max(1, static_cast<int>(std::lround(options_.lr_step_epochs * steps_per_epoch_)))
                         : lr.total_steps + lr.warmup_steps + 1;
     CHORUS_RETURN_IF_ERROR(LrSchedule::Create(lr, &schedule_));
-    velocity_.assign(model_->weights().size(), 0.0f);
-    return chorus::Status::Ok();
+    return MakeElasticUpdate(options_, model_->weights().size(), steps_per_epoch_, comm_, &update_);
   }
 
   int steps_per_epoch() const { return steps_per_epoch_; }
@@ -88,8 +87,8 @@ class ElasticLoop {
   }
 
  private:
-  // One global step: this rank's share of the global batch, a weighted
-  // gradient sum (plus loss and hits) in one allreduce, then the update.
+  // One global step: this rank's share of the global batch, its mean
+  // gradient, loss and hits, then the mode's exchange and update.
   chorus::Status Step() {
     if (launch_rank_ == elastic_.kill_rank && step_ == elastic_.kill_at_step) {
       std::fprintf(stderr, "[elastic] launch rank %d: SIGKILL at step %d (--kill-rank)\n", launch_rank_, step_);
@@ -111,23 +110,16 @@ class ElasticLoop {
     if (!mine_.empty()) {
       train_.Gather(mine_, 0, mine_.size(), &images_, &labels_);
       const LossResult loss = model_->ForwardBackward(images_, labels_);
-      const float share = static_cast<float>(mine_.size()) / batch;
       const std::vector<float>& gradients = model_->gradients();
-      for (size_t i = 0; i < n; ++i) exchange_[i] = gradients[i] * share;
+      std::copy(gradients.begin(), gradients.end(), exchange_.begin());
       exchange_[n] = static_cast<float>(loss.mean_loss * mine_.size());
       exchange_[n + 1] = static_cast<float>(loss.correct);
     }
-    CHORUS_RETURN_IF_ERROR(AllReduceSum(exchange_.data(), exchange_.size(), chorusFloat32));
-    // SGD with momentum and weight decay, as SgdMomentum (optimizer.h), with
-    // the velocity kept here so that a shrink can resynchronise it.
-    const float rate = schedule_.Rate(step_);
-    const float momentum = options_.optimizer.momentum, decay = options_.optimizer.weight_decay;
-    for (size_t i = 0; i < n; ++i) {
-      velocity_[i] = momentum * velocity_[i] + exchange_[i] + decay * weights[i];
-      weights[i] -= rate * velocity_[i];
-    }
-    loss_sum_ += exchange_[n];
-    correct_ += exchange_[n + 1];
+    const float share = static_cast<float>(mine_.size()) / batch;
+    ElasticSums sums;
+    CHORUS_RETURN_IF_ERROR(update_->Step(step_, schedule_.Rate(step_), share, exchange_, weights, &sums));
+    loss_sum_ += sums.loss;
+    correct_ += sums.correct;
     ++step_;
     return chorus::Status::Ok();
   }
@@ -135,6 +127,10 @@ class ElasticLoop {
   chorus::Status FinishEpoch(ElasticResult* result) {
     ElasticEpoch stats;
     stats.epoch = epochs_done_;
+    ElasticSums sums;  // pipe-sgd: the epoch's last step
+    CHORUS_RETURN_IF_ERROR(update_->Drain(schedule_.Rate(std::max(0, step_ - 1)), model_->weights(), &sums));
+    loss_sum_ += sums.loss;
+    correct_ += sums.correct;
     if (test_ != nullptr && test_->count > 0) CHORUS_RETURN_IF_ERROR(Evaluate(*test_, &stats.test_accuracy));
     const double samples = static_cast<double>(steps_per_epoch_) * options_.global_batch;
     stats.ranks = nranks_;
@@ -171,6 +167,7 @@ class ElasticLoop {
 
   // Shrinks until the survivors hold the lowest survivor's state again.
   chorus::Status Recover(chorus::Status why) {
+    dropped_ += update_->Abandon();  // pipe-sgd: a sum in flight is redone
     for (int attempt = 0; attempt <= launch_ranks_; ++attempt) {
       if (elastic_.print) {
         std::fprintf(stderr, "[elastic] rank %d of %d (launch rank %d) at step %d: %s; shrinking\n", rank_, nranks_,
@@ -188,7 +185,8 @@ class ElasticLoop {
       (void)chorusCommUserRank(comm_, &rank_);
       (void)chorusCommCount(comm_, &nranks_);
       ++recoveries_;
-      status = Resynchronize();
+      status = update_->Rebind(comm_);
+      if (status.ok()) status = Resynchronize();
       if (status.ok()) {
         if (elastic_.print) {
           std::fprintf(stderr, "[elastic] launch rank %d is now rank %d of %d; redoing step %d\n", launch_rank_, rank_,
@@ -202,13 +200,17 @@ class ElasticLoop {
     return why.WithContext("elastic: giving up after repeated shrinks");
   }
 
-  // Everyone takes rank 0's progress, weights and momentum.
+  // Everyone takes rank 0's progress, weights and optimizer state, and
+  // redoes the steps whose exchange rank 0 dropped.
   chorus::Status Resynchronize() {
-    double progress[4] = {static_cast<double>(step_), static_cast<double>(epochs_done_), loss_sum_, correct_};
-    CHORUS_RETURN_IF_ERROR(Broadcast(progress, 4, chorusFloat64));
+    double progress[5] = {static_cast<double>(step_), static_cast<double>(epochs_done_), loss_sum_, correct_,
+                          static_cast<double>(dropped_)};
+    CHORUS_RETURN_IF_ERROR(Broadcast(progress, 5, chorusFloat64));
     CHORUS_RETURN_IF_ERROR(Broadcast(model_->weights().data(), model_->weights().size(), chorusFloat32));
-    CHORUS_RETURN_IF_ERROR(Broadcast(velocity_.data(), velocity_.size(), chorusFloat32));
-    step_ = static_cast<int>(progress[0]);
+    std::vector<float>& state = update_->shared_state();
+    CHORUS_RETURN_IF_ERROR(Broadcast(state.data(), state.size(), chorusFloat32));
+    step_ = static_cast<int>(progress[0]) - static_cast<int>(progress[4]);
+    dropped_ = 0;
     epochs_done_ = static_cast<int>(progress[1]);
     loss_sum_ = progress[2];
     correct_ = progress[3];
@@ -217,7 +219,7 @@ class ElasticLoop {
 
   chorus::Status AllReduceSum(void* data, size_t count, chorusDataType_t dtype) {
     if (comm_ == nullptr) return chorus::Status::Ok();
-    return Check(chorusAllReduce(data, data, count, dtype, chorusSum, comm_, nullptr), comm_, "gradient allreduce");
+    return Check(chorusAllReduce(data, data, count, dtype, chorusSum, comm_, nullptr), comm_, "evaluation allreduce");
   }
 
   chorus::Status Broadcast(void* data, size_t count, chorusDataType_t dtype) {
@@ -237,7 +239,9 @@ class ElasticLoop {
   int recoveries_ = 0;
   int steps_per_epoch_ = 0;
   LrSchedule schedule_;
-  std::vector<float> velocity_, exchange_;
+  std::unique_ptr<ElasticUpdate> update_;
+  int dropped_ = 0;  // steps whose exchange was dropped in flight (pipe-sgd), to redo
+  std::vector<float> exchange_;
   std::vector<uint32_t> permutation_, mine_;
   int permutation_epoch_ = -1;
   Tensor images_;

@@ -7,7 +7,9 @@
 // of p takes every p-th of them from r, so ranks hold B/p or B/p + 1 samples;
 // gradients are weighted by each rank's share, so a step equals the
 // one-process step on the same global batch (up to float summation order).
-// Only the synchronous mode with the sgd optimizer is elastic.
+// Elastic modes: synchronous and --pipe-sgd (sgd), --lion-cub (lion); the
+// per-mode exchange is in elastic_update.h. --gossip, --overlap and
+// --fp16-wire are rejected.
 #pragma once
 
 #include <string>

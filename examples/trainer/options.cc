@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 
+#include "examples/trainer/elastic_update.h"
+
 namespace trainer {
 namespace {
 
@@ -70,8 +72,10 @@ const char* UsageText() {
          "  --seed N                   weight initialisation and data order\n"
          "  --blas-threads N           OpenBLAS threads per rank (default cores/ranks)\n"
          "  --csv FILE                 append per-epoch rows to FILE\n"
+         "  --timed-after-steps N      also time each epoch's steps from step N on (steady\n"
+         "                             state, e.g. without pipe-sgd's warm-up; CSV steady_*)\n"
          "  --elastic                  survive dead ranks: shrink, rebalance, redo the step\n"
-         "                             (sync mode, sgd; docs/trainer.md)\n"
+         "                             (sync, --pipe-sgd or --lion-cub; docs/trainer.md)\n"
          "  --kill-rank R --kill-at-step N  debugging: rank R SIGKILLs itself at step N\n";
 }
 
@@ -122,6 +126,7 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
       {"--kill-at-step", integer(&o.elastic.kill_at_step)},
       {"--warmup-steps", integer(&t.exchange.warmup_steps)},
       {"--momentum-sync", integer(&t.exchange.momentum_sync_steps)},
+      {"--timed-after-steps", integer(&t.timed_after_steps)},
   };
   std::string mode = "sync";
   auto select_mode = [&mode](const char* name) -> std::function<chorus::Status()> {
@@ -176,6 +181,7 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
   }
   if (mode == "lion-cub") t.optimizer.name = "lion";
   t.exchange.mode = mode;
+  if (o.elastic.enabled) CHORUS_RETURN_IF_ERROR(CheckElasticMode(t));
   o.seed = static_cast<uint64_t>(seed);
   t.exchange.gossip_seed = o.seed;
   t.data_seed = o.seed + 1;

@@ -20,7 +20,7 @@ chorus::Status EpochReport::Open(const std::string& csv_path, EpochReport* out) 
       std::fprintf(report.csv_,
                    "model,ranks,algo,epoch,lr,train_loss,train_accuracy,test_accuracy,seconds,"
                    "compute_seconds,communication_seconds,images_per_second,mode,hidden_communication_seconds,"
-                   "wire_bytes,uncompressed_bytes,extra_bytes,steps,gradient_bytes\n");
+                   "wire_bytes,uncompressed_bytes,extra_bytes,steps,gradient_bytes,steady_seconds,steady_steps\n");
     }
   }
   *out = std::move(report);
@@ -48,6 +48,10 @@ void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks,
               s.learning_rate, s.train_loss, 100 * s.train_accuracy, 100 * s.test_accuracy, s.seconds,
               s.compute_seconds, s.communication_seconds, s.images_per_second,
               s.steps > 0 ? 1e3 * s.seconds / s.steps : 0.0, s.gradient_bytes / 1e6);
+  if (s.steady_steps != s.steps && s.steady_steps > 0) {
+    std::printf("      steps %d-%d: %.2f ms/step\n", s.steps - s.steady_steps + 1, s.steps,
+                1e3 * s.steady_seconds / s.steady_steps);
+  }
   if (s.hidden_communication_seconds > 0) {
     std::printf("      %s: %.2f s of communication ran under computation (upper bound)\n", mode.c_str(),
                 s.hidden_communication_seconds);
@@ -63,11 +67,11 @@ void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks,
   }
   std::fflush(stdout);
   if (csv_ == nullptr) return;
-  std::fprintf(csv_, "%s,%d,%s,%d,%.6g,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%.1f,%s,%.3f,%llu,%llu,%llu,%d,%llu\n", model.c_str(),
+  std::fprintf(csv_, "%s,%d,%s,%d,%.6g,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%.1f,%s,%.3f,%llu,%llu,%llu,%d,%llu,%.3f,%d\n", model.c_str(),
                nranks, algo.c_str(), s.epoch + 1, s.learning_rate, s.train_loss, s.train_accuracy, s.test_accuracy,
                s.seconds, s.compute_seconds, s.communication_seconds, s.images_per_second, mode.c_str(),
                s.hidden_communication_seconds, s.wire_bytes, s.uncompressed_bytes, s.extra_bytes, s.steps,
-               s.gradient_bytes);
+               s.gradient_bytes, s.steady_seconds, s.steady_steps);
   std::fflush(csv_);
 }
 

@@ -6,6 +6,7 @@
 // applies w -= lr * (d + wd * w) with the same d, so weights stay identical.
 // Momenta are local (m = b2 * m + (1 - b2) * g) and drift apart, so every K
 // steps they are averaged with a plain float32 AllReduce.
+#include "examples/trainer/lion_cub_math.h"
 #include "examples/trainer/step_exchange.h"
 
 namespace trainer {
@@ -28,18 +29,16 @@ class LionCubExchange : public StepExchange {
   }
 
   chorus::Status Update(int step, std::vector<float>& weights, std::vector<float>& gradients, float lr) override {
-    for (size_t i = 0; i < weights.size(); ++i) {
-      direction_[i] = lion_.beta1 * momentum_[i] + (1.0f - lion_.beta1) * gradients[i];
-    }
+    // The momentum advances in the same pass (nothing reads it before the
+    // next step but the momentum sync below, which wants the new one).
+    LionCubDirectionAndMomentum(lion_.beta1, lion_.beta2, gradients.data(), momentum_.data(), momentum_.data(),
+                                direction_.data(), weights.size());
     const Clock::time_point start = Clock::now();
     CHORUS_RETURN_IF_ERROR(CheckChorus(chorusAllReduceCompressed(direction_.data(), direction_.data(),
                                                                  direction_.size(), chorusFloat32, state_, comm_,
                                                                  nullptr),
                                        comm_, "sign vote"));
-    for (size_t i = 0; i < weights.size(); ++i) {
-      weights[i] -= lr * (direction_[i] + lion_.weight_decay * weights[i]);
-      momentum_[i] = lion_.beta2 * momentum_[i] + (1.0f - lion_.beta2) * gradients[i];
-    }
+    LionCubApply(lr, lion_.weight_decay, direction_.data(), weights.data(), weights.size());
     if (momentum_sync_steps_ > 0 && (step + 1) % momentum_sync_steps_ == 0) {
       CHORUS_RETURN_IF_ERROR(CheckChorus(chorusAllReduce(momentum_.data(), momentum_.data(), momentum_.size(),
                                                          chorusFloat32, chorusSum, comm_, nullptr),

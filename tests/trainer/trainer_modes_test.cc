@@ -54,6 +54,28 @@ TEST_F(TrainerModes, OverlapLearnsAndEqualsBucketedSync) {
   EXPECT_EQ(a[0].weights, b[0].weights);
 }
 
+// --timed-after-steps: the steady-state columns time the steps after the
+// first N; by default they are the whole epoch.
+TEST_F(TrainerModes, StepsAfterTheWarmUpAreTimedApart) {
+  TrainOptions options = WithMode("pipe-sgd");
+  options.exchange.warmup_steps = 3;
+  options.timed_after_steps = 3;
+  const std::vector<RankResult> ranks = TrainRanks(2, options, train_, test_);
+  for (const RankResult& r : ranks) {
+    ASSERT_TRUE(r.ok) << r.error;
+    for (const EpochStats& e : r.epochs) {
+      EXPECT_EQ(e.steady_steps, e.steps - 3);
+      EXPECT_GT(e.steady_seconds, 0.0);
+      EXPECT_LE(e.steady_seconds, e.seconds);
+    }
+  }
+  options.timed_after_steps = 0;
+  const std::vector<RankResult> whole = TrainRanks(1, options, train_, test_);
+  ASSERT_TRUE(whole[0].ok) << whole[0].error;
+  EXPECT_EQ(whole[0].epochs[0].steady_steps, whole[0].epochs[0].steps);
+  EXPECT_LE(whole[0].epochs[0].steady_seconds, whole[0].epochs[0].seconds);
+}
+
 TEST_F(TrainerModes, PipeSgdLearnsAndStaysIdentical) {
   TrainOptions options = WithMode("pipe-sgd");
   options.exchange.warmup_steps = 3;

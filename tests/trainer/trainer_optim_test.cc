@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "examples/trainer/lion_cub_math.h"
 #include "examples/trainer/lr_schedule.h"
+#include "examples/trainer/random.h"
 #include "examples/trainer/optimizer.h"
 
 namespace trainer_test {
@@ -21,6 +24,36 @@ TEST(TrainerOptimizer, SgdMomentumWithWeightDecay) {
   sgd.Step(w, g, 0.5f);
   // v = 0.5*{1.5,-1} + {1 + 0.3125, -0.875} = {2.0625, -1.375}
   EXPECT_EQ(w, (std::vector<float>{1.25f - 1.03125f, -3.5f + 0.6875f}));
+}
+
+// Lion Cub's fused passes (lion_cub_math.h) against the two textbook loops
+// they replace, bit for bit, over a length that is no multiple of a vector.
+TEST(TrainerOptimizer, LionCubPassesEqualTheTextbookLoopsBitForBit) {
+  const size_t n = 1003;
+  const float b1 = 0.9f, b2 = 0.99f, lr = 3e-4f, wd = 0.01f;
+  Rng rng(7);
+  std::vector<float> g(n), m(n), w(n), vote(n);
+  for (size_t i = 0; i < n; ++i) {
+    g[i] = static_cast<float>(rng.Normal());
+    m[i] = i % 5 == 0 ? 0.0f : static_cast<float>(0.1 * rng.Normal());
+    w[i] = static_cast<float>(rng.Normal());
+    vote[i] = static_cast<float>(static_cast<int>(rng.Below(3)) - 1);  // -1, 0, 1
+  }
+  // Reference: c, the vote, then the weights and the momentum.
+  std::vector<float> c_ref(n), m_ref = m, w_ref = w;
+  for (size_t i = 0; i < n; ++i) c_ref[i] = b1 * m_ref[i] + (1.0f - b1) * g[i];
+  for (size_t i = 0; i < n; ++i) {
+    w_ref[i] -= lr * (vote[i] + wd * w_ref[i]);
+    m_ref[i] = b2 * m_ref[i] + (1.0f - b2) * g[i];
+  }
+  std::vector<float> c(n, -1.0f), next(n, -1.0f);
+  const std::vector<float> m_before = m;
+  LionCubDirectionAndMomentum(b1, b2, g.data(), m.data(), next.data(), c.data(), n);
+  LionCubApply(lr, wd, vote.data(), w.data(), n);
+  EXPECT_EQ(c, c_ref);
+  EXPECT_EQ(next, m_ref);
+  EXPECT_EQ(m, m_before);  // read only
+  EXPECT_EQ(w, w_ref);
 }
 
 TEST(TrainerOptimizer, LionUsesTheSignOfTheInterpolation) {
