@@ -1,18 +1,17 @@
 // When the ranks of a host outnumber its CPUs, the transport says so
-// (TransportCapabilities::shares_cores) and no wait in core polls: the
-// executor waits in the transport at once, the host stream's worker and
-// Synchronize check once and sleep. Counts the polls each wait makes.
+// (TransportCapabilities::shares_cores), the mux passes it on, and the waits
+// of core that would spin do not poll: the host stream's worker and
+// Synchronize (and the communicator's turn wait) check once and sleep.
+// Counts the polls each wait makes.
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "chorus/chorus.h"
-#include "core/executor.h"
 #include "core/handles.h"
 #include "core/host_stream.h"
 #include "core/transport_mux.h"
@@ -22,9 +21,8 @@ namespace chorus {
 namespace {
 
 using testing::InprocFabric;
-constexpr int kDeadlineMs = 30000;
 
-// A fabric transport that reports `shares_cores` and counts Progress(0).
+// A fabric transport that reports `shares_cores`.
 class CoresTransport : public Transport {
  public:
   CoresTransport(Transport* inner, bool shares_cores) : inner_(inner), shares_cores_(shares_cores) {}
@@ -39,14 +37,9 @@ class CoresTransport : public Transport {
     return inner_->Connect(addresses, deadline);
   }
   Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
-  Status Progress(int timeout_ms) override {
-    if (timeout_ms == 0) polls.fetch_add(1, std::memory_order_relaxed);
-    return inner_->Progress(timeout_ms);
-  }
+  Status Progress(int timeout_ms) override { return inner_->Progress(timeout_ms); }
   void Wakeup() override { inner_->Wakeup(); }
   void Shutdown() override { inner_->Shutdown(); }
-
-  std::atomic<int> polls{0};
 
  private:
   Transport* inner_;
@@ -63,47 +56,6 @@ TEST(OversubscribedWaitsTest, MuxSharesCoresWhenAnyServingTransportDoes) {
     ASSERT_TRUE(TransportMux::Create(std::move(transports), 0, 2, &mux).ok());
     EXPECT_EQ(mux->capabilities().shares_cores, shares);
   }
-}
-
-// Rank 1 sends 8 bytes 20 ms late; counts rank 0's idle polls.
-int IdlePollsOfALateReceive(bool shares_cores) {
-  InprocFabric fabric(2);
-  std::vector<std::unique_ptr<CoresTransport>> transports;
-  for (int r = 0; r < 2; ++r) transports.push_back(std::make_unique<CoresTransport>(fabric.transport(r), shares_cores));
-  std::vector<Status> results(2);
-  const std::atomic<bool> abort{false};
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      Schedule schedule;
-      schedule.element_size = 1;
-      Step step;
-      step.kind = r == 0 ? StepKind::kRecv : StepKind::kSend;
-      step.peer = 1 - r;
-      step.src = {BufferId::kSend, 0};
-      step.dst = {BufferId::kRecv, 0};
-      step.bytes = 8;
-      schedule.Add(step);
-      uint8_t send[8] = {1, 2, 3, 4, 5, 6, 7, 8}, recv[8] = {};
-      const std::vector<BoundSchedule> bound = {BoundSchedule{&schedule, send, recv, nullptr, /*tag=*/1}};
-      Workspace staging;
-      ExecutorOptions options;
-      options.staging = &staging;
-      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      results[r] = ExecuteSchedules(transports[r].get(), r, bound, options, abort, Deadline::AfterMs(kDeadlineMs));
-      if (!results[r].ok()) transports[r]->Shutdown();
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].message();
-  return transports[0]->polls.load();
-}
-
-TEST(OversubscribedWaitsTest, ExecutorWaitsInTheTransportAtOnceWhenCoresAreShared) {
-  // Dedicated cores: a stretch of 64 idle polls before it sleeps.
-  EXPECT_GE(IdlePollsOfALateReceive(false), 64);
-  // Shared: only the poll right after posting (which made progress).
-  EXPECT_LE(IdlePollsOfALateReceive(true), 2);
 }
 
 TEST(OversubscribedWaitsTest, HostStreamDoesNotPollForSharedCoresWork) {
