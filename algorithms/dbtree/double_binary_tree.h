@@ -51,6 +51,42 @@ inline BinaryTreeNode DoubleBinaryTreeNode(int tree, int rank, int nranks) {
   return node;
 }
 
+// Height of `rank`'s subtree in NCCL's binary tree over n ranks (a leaf: 0).
+// A rank other than 0 whose lowest set bit is 2^k always has its left child
+// rank - 2^(k-1) (smaller, so present), hence height k; rank 0 sits above the
+// largest power of two below n.
+inline int InOrderBinaryTreeHeight(int rank, int nranks) {
+  if (nranks <= 1) return 0;
+  if (rank == 0) {
+    int top = 1;
+    while (top * 2 < nranks) top *= 2;
+    return 1 + InOrderBinaryTreeHeight(top, nranks);
+  }
+  int height = 0;
+  while ((rank & 1) == 0) {
+    rank >>= 1;
+    ++height;
+  }
+  return height;
+}
+
+// Height of `rank`'s subtree in tree `tree` of the double binary tree.
+inline int DoubleBinaryTreeHeight(int tree, int rank, int nranks) {
+  if (tree == 0) return InOrderBinaryTreeHeight(rank, nranks);
+  const int role = nranks % 2 == 0 ? nranks - 1 - rank : (rank - 1 + nranks) % nranks;
+  return InOrderBinaryTreeHeight(role, nranks);
+}
+
+// Depth of `rank` in tree `tree` (the root: 0), O(log n).
+inline int DoubleBinaryTreeDepth(int tree, int rank, int nranks) {
+  int depth = 0;
+  for (int parent = DoubleBinaryTreeNode(tree, rank, nranks).parent; parent >= 0;
+       parent = DoubleBinaryTreeNode(tree, parent, nranks).parent) {
+    ++depth;
+  }
+  return depth;
+}
+
 // The root of tree `tree`.
 inline int DoubleBinaryTreeRoot(int tree, int nranks) {
   if (tree == 0) return 0;

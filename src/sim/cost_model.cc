@@ -101,44 +101,44 @@ bool TreeTime(Collective coll, double p, double n, const CostParams& c, double* 
 }
 
 // Double binary tree allreduce (algorithms/dbtree/): half the vector goes
-// up and back down each of two binary trees of depth D = ceil(log2 p); each
-// half is cut into S segments of s bytes (call.segment_bytes, 0 = one), and
-// the executor cuts a segment into m chunks of x bytes. Per segment:
-//   fill   F chunk times + 4 D alpha: one chunk up and down both trees. A
-//          node with two children receives two chunks through one port on
-//          the way up and sends two on the way down: 4 chunk times per level
-//          per tree. Both trees would overlap, but the trees link some pairs
-//          twice (p = 4: ranks 1-2, tree 0 up and tree 1 down) and a pair is
-//          one ordered stream, so the second tree's traffic on it waits
-//          behind the first's and the trees run one after the other:
-//          F = 8 D - 5 for p a power of two (the top has one child), 8 D - 9
-//          for p = 2^(D-1) + 1 and 8 D - 7 otherwise (shallower subtrees);
-//          p = 2: 4.
-//   steady R chunk times per further chunk: 2 at p = 2 (one chunk each way
-//          per tree on full-duplex ports), 4 at p = 3, 6 at p = 4, 5 (two
-//          trees of three chunks per chunk at an interior node, one after
-//          the other), 7 from p = 6 on (the busiest port carries 4 chunks per
-//          round, the shared streams add the rest).
-// Segments do not overlap: the next segment's traffic on a doubly linked
-// pair waits behind this one's return (the same stream), so each segment
-// pays the fill again. Plus n gamma for the reductions of the interior
-// nodes (two children of n/2, on the progress thread). F and R are what the
-// replay shows for p = 2..64 (docs/simulator.md: within 7 %); the pieces
-// above are why they have that shape.
+// up and back down each of two binary trees of depth D = ceil(log2 p), the
+// two trees side by side (the builder orders each pair's stream by pipeline
+// time, so neither tree waits behind the other). Each half is cut into S
+// segments (call.segment_bytes, 0 = one), each into m chunks of x bytes
+// (the executor's); segments pipeline like chunks, so with M = S m chunks
+// per half:
+//   fill   F chunk times + 4 D alpha: the first chunk up and down both trees
+//          at once, about 4 chunk times per level (a node with two children
+//          receives two chunks through its one receive port on the way up
+//          and sends two on the way down): F = 4 D - 2 for p a power of two
+//          (the top has one child), 4 D - 4 for p = 2^(D-1) + 1, 4 D - 3
+//          otherwise (shallower subtrees); p = 2: 2, p = 3: 7 (rank 0 is
+//          interior in both trees). Exact for whole steps (M = 1).
+//   steady R = 4 chunk times per further chunk: the busiest port carries
+//          4 chunks per round of both trees (an interior rank receives two
+//          from its children and one from its parent, and one from its
+//          parent in the tree where it is a leaf): 2 |W| beta in all, the
+//          port bound. p = 2: 2 (one chunk each way per tree on full-duplex
+//          ports).
+// Plus n gamma for the reductions of the interior nodes (two children of
+// n/2, on the progress thread). Against the replay (docs/simulator.md):
+// whole halves within 11 %, segments within 12 % from p = 6 (25 % at p = 4,
+// 5, where one-chunk segments fill the doubly linked pair less evenly).
 double DoubleBinaryTreeTime(int p, double n, double segment_bytes, const CostParams& c) {
   const double a = c.alpha_s, b = c.beta_s_per_byte, g = c.gamma_s_per_byte;
   const double half = std::ceil(n / 2);
   const double segment = segment_bytes > 0 && segment_bytes < half ? segment_bytes : half;
   const double segments = std::ceil(half / segment);
   const Pipeline pipe = PipelineOf(segment, c.chunk_bytes);
+  const double chunks = segments * pipe.chunks;
   const int depth = CeilLog2(p);
-  double fill = 8.0 * depth - 7;
-  if ((p & (p - 1)) == 0) fill = 8.0 * depth - 5;
-  if (p == (1 << (depth - 1)) + 1) fill = 8.0 * depth - 9;
-  if (p == 2) fill = 4;
-  const double steady = p == 2 ? 2 : p == 3 ? 4 : p <= 5 ? 6 : 7;
-  const double per_segment = ((pipe.chunks - 1) * steady + fill) * pipe.chunk * b + 4 * depth * a;
-  return segments * per_segment + n * g;
+  double fill = 4.0 * depth - 3;
+  if ((p & (p - 1)) == 0) fill = 4.0 * depth - 2;
+  if (p == (1 << (depth - 1)) + 1) fill = 4.0 * depth - 4;
+  if (p == 2) fill = 2;
+  if (p == 3) fill = 7;
+  const double steady = p == 2 ? 2 : 4;
+  return ((chunks - 1) * steady + fill) * pipe.chunk * b + 4 * depth * a + n * g;
 }
 
 // The two link classes and the host shape of a call.

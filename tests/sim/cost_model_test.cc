@@ -96,28 +96,30 @@ TEST(CostModelTest, HalvingDoublingFoldsTheRanksBeyondAPowerOfTwo) {
   EXPECT_NEAR(t, 4 * a + 1.5 * n * b + 0.75 * n * g, 1e-15);
 }
 
-TEST(CostModelTest, DoubleBinaryTreeFillsOncePerSegmentThenStreams) {
+TEST(CostModelTest, DoubleBinaryTreeFillsOnceThenStreamsAtThePortBound) {
   const double n = 4000, a = 1e-5, b = 1e-9, g = 1e-10;
   double t = 0;
-  // p = 8, depth 3: a fill of 8*3-5 = 19 chunk times and 4*3 latencies;
+  // p = 8, depth 3: a fill of 4*3-2 = 10 chunk times and 4*3 latencies;
   // whole halves are one chunk of 2000 bytes.
   ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(8, 4000), Params(), &t));
-  EXPECT_NEAR(t, 19 * 2000 * b + 12 * a + n * g, 1e-15);
-  // 500-byte chunks: 4 per half, 7 chunk times for each after the first.
+  EXPECT_NEAR(t, 10 * 2000 * b + 12 * a + n * g, 1e-15);
+  // 500-byte chunks: 4 per half, 4 chunk times for each after the first.
   ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(8, 4000), Params(500), &t));
-  EXPECT_NEAR(t, (3 * 7 + 19) * 500 * b + 12 * a + n * g, 1e-15);
-  // 1000-byte segments of two chunks: each segment fills again.
+  EXPECT_NEAR(t, (3 * 4 + 10) * 500 * b + 12 * a + n * g, 1e-15);
+  // 1000-byte segments of two chunks pipeline like chunks: the same.
   CollectiveArgs segmented = AllReduce(8, 4000);
   segmented.segment_bytes = 1000;
   ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, segmented, Params(500), &t));
-  EXPECT_NEAR(t, 2 * ((1 * 7 + 19) * 500 * b + 12 * a) + n * g, 1e-15);
-  // p = 5 = 2^2 + 1: fill 8*3-9 = 15; p = 6: 8*3-7 = 17; p = 2: 4.
+  EXPECT_NEAR(t, (3 * 4 + 10) * 500 * b + 12 * a + n * g, 1e-15);
+  // p = 5 = 2^2 + 1: fill 4*3-4 = 8; p = 6: 4*3-3 = 9; p = 2: 2; p = 3: 7.
   ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(5, 4000), Params(), &t));
-  EXPECT_NEAR(t, 15 * 2000 * b + 12 * a + n * g, 1e-15);
+  EXPECT_NEAR(t, 8 * 2000 * b + 12 * a + n * g, 1e-15);
   ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(6, 4000), Params(), &t));
-  EXPECT_NEAR(t, 17 * 2000 * b + 12 * a + n * g, 1e-15);
+  EXPECT_NEAR(t, 9 * 2000 * b + 12 * a + n * g, 1e-15);
   ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(2, 4000), Params(), &t));
-  EXPECT_NEAR(t, 4 * 2000 * b + 4 * a + n * g, 1e-15);
+  EXPECT_NEAR(t, 2 * 2000 * b + 4 * a + n * g, 1e-15);
+  ASSERT_TRUE(AnalyticTime(Algorithm::kDoubleBinaryTree, AllReduce(3, 4000), Params(500), &t));
+  EXPECT_NEAR(t, (3 * 4 + 7) * 500 * b + 8 * a + n * g, 1e-15);
 }
 
 TEST(ProcessorSharingTest, JobsShareTheServerEqually) {

@@ -201,11 +201,12 @@ INSTANTIATE_TEST_SUITE_P(
                       AgreementCase{Collective::kAllReduce, Algorithm::kHierarchicalSliced, 64, 0, 1e-6, 8},
                       AgreementCase{Collective::kAllReduce, Algorithm::kDirect, 16, k256K, 0.01, 4}));
 
-// The double binary tree's closed form (cost_model.cc: a fill per segment,
-// then 7 chunk times per chunk from p = 6 on) against the replay of the real
+// The double binary tree's closed form (cost_model.cc: one fill, then 4
+// chunk times per chunk, the port bound) against the replay of the real
 // schedule, p = 2..64 with non-powers of two, 1 and 4 MiB, 64 K and 512 K
-// chunks, whole halves (segment 0, as the communicator runs it): within 7 %
-// (docs/simulator.md). Segments of 1-4 chunks, p >= 4: within 14 %.
+// chunks, whole halves (segment 0, as the communicator runs it): within
+// 11 % (docs/simulator.md). Segments of 1-4 chunks pipeline like chunks:
+// within 12 % from p = 6, 25 % at p = 4, 5.
 TEST(SimulatorTest, DoubleBinaryTreeMatchesItsClosedForm) {
   for (size_t floats : {size_t{1} << 18, size_t{1} << 20}) {
     for (size_t chunk : {k64K, 8 * k64K}) {
@@ -214,7 +215,7 @@ TEST(SimulatorTest, DoubleBinaryTreeMatchesItsClosedForm) {
         const ClusterModel cluster = UniformCluster(p, kAlpha, kBandwidth, kGamma);
         const double simulated = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, chunk).time_s;
         const double analytic = Analytic(call, Algorithm::kDoubleBinaryTree, cluster, chunk);
-        EXPECT_NEAR(simulated, analytic, 0.07 * analytic) << "p=" << p << " bytes " << 4 * floats << " chunk " << chunk;
+        EXPECT_NEAR(simulated, analytic, 0.11 * analytic) << "p=" << p << " bytes " << 4 * floats << " chunk " << chunk;
       }
     }
   }
@@ -225,8 +226,33 @@ TEST(SimulatorTest, DoubleBinaryTreeMatchesItsClosedForm) {
       const ClusterModel cluster = UniformCluster(p, kAlpha, kBandwidth, kGamma);
       const double simulated = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, k64K).time_s;
       const double analytic = Analytic(call, Algorithm::kDoubleBinaryTree, cluster, k64K);
-      EXPECT_NEAR(simulated, analytic, 0.14 * analytic) << "p=" << p << " segment " << segment;
+      EXPECT_NEAR(simulated, analytic, (p <= 5 ? 0.25 : 0.12) * analytic) << "p=" << p << " segment " << segment;
     }
+  }
+}
+
+// The two trees run side by side, so the whole allreduce streams at the
+// port bound, 2 |W| beta (each port carries 4 half-chunks per round):
+// whole halves of 64 KiB chunks within 20 % of it (p = 64, 4 MiB: 0.076 s
+// against 0.067 s; 0.133 s when tree 0 was listed before tree 1, its
+// traffic ahead of tree 1's on the doubly linked pairs). 64 KiB segments
+// pipeline like chunks instead of paying a fill each: within 10 % of whole
+// halves (25 % at p = 4, 5; 0.75 s at p = 64 before), and they speed up whole
+// steps (executor chunking off) by more than 10 %.
+TEST(SimulatorTest, DoubleBinaryTreeRunsBothTreesSideBySide) {
+  const size_t floats = size_t{1} << 20;  // 4 MiB
+  const double port_bound = 2.0 * 4 * static_cast<double>(floats) / kBandwidth;
+  for (int p : {4, 5, 6, 8, 12, 16, 17, 33, 64}) {
+    const ClusterModel cluster = UniformCluster(p, kAlpha, kBandwidth, 0);
+    CollectiveArgs call = Call(Collective::kAllReduce, p, floats);
+    const double whole = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, k64K).time_s;
+    EXPECT_LT(whole, 1.2 * port_bound) << "p=" << p;
+    const double whole_steps = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, 0).time_s;
+    call.segment_bytes = k64K;
+    const double segmented = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, k64K).time_s;
+    EXPECT_LT(segmented, (p <= 5 ? 1.25 : 1.1) * whole) << "p=" << p;
+    const double segmented_steps = SimulateOrFail(call, Algorithm::kDoubleBinaryTree, cluster, 0).time_s;
+    EXPECT_LT(segmented_steps, 0.9 * whole_steps) << "p=" << p;  // segments pipeline whole steps
   }
 }
 
