@@ -3,16 +3,38 @@
 // A segment is named "/chorus-shm-<comm tag>-<rank>-<pid>-<32 random hex>".
 // The comm tag is a keyed hash of the communicator secret (it reveals
 // nothing of it), so every rank of a communicator can find the segments of
-// its communicator even when it never learned their names: a rank killed
-// after creating its segment but before its peers mapped it (the name is
-// unlinked only then) leaves a file that the survivors remove when their
-// own set-up fails. Only segments whose creating process is gone are
-// removed, so another live communicator with the same secret (a fixed
-// CHORUS_SECRET) keeps its segments.
+// its communicator even when it never learned their names.
+//
+// What guarantees that no segment outlives its use:
+//  1. Normal set-up: the creator unlinks the name once every peer mapped it.
+//  2. A failed set-up (Connect fails, or the transport is dropped
+//     unconnected): the rank unlinks its own name and every segment of its
+//     communicator whose creator is gone (UnlinkSegmentsOfDeadRanks).
+//  3. Every other way (every rank of a communicator killed during set-up,
+//     e.g. SIGKILL or an unhandled SIGTERM while waiting at the rendezvous):
+//     whoever creates a segment next sweeps the orphans of every
+//     communicator (SweepOrphanedSegments), so a leak lasts at most until
+//     the next Chorus communicator on this host starts after kOrphanMinAge.
+// A segment is orphaned only when all of these hold, so no live segment is
+// ever removed, whatever pid namespaces or pid reuse do:
+//  - the creator's advisory lock is free: ShmSegment::Create takes flock
+//    LOCK_EX on the file and holds it while the name exists; the kernel
+//    drops it when the creator exits however it dies, and it is on the
+//    file, not a pid, so a live creator in another pid namespace (whose pid
+//    means nothing here) or a reused pid cannot fool it;
+//  - the pid in the name (and, once written, the header's owner_pid) names
+//    no live process (kill(pid, 0) is ESRCH, or a zombie);
+//  - the file is a regular file of this user, mode 0600, as Create makes;
+//  - for the host-wide sweep, its mtime (set at creation) is kOrphanMinAge
+//    old: far longer than the instant between shm_open and flock, and than
+//    the set-up (default deadline 5 minutes) of a Chorus build older than
+//    the lock, whose live creators only the pid check protects.
+// Another user's, unreadable or unparsable files are left alone silently.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +52,22 @@ bool ProcessGone(pid_t pid);
 // Unlinks every /dev/shm segment of the communicator whose creator is gone;
 // returns how many. Best effort: segments of other users cannot be removed.
 int UnlinkSegmentsOfDeadRanks(const uint8_t secret[16]);
+
+// How long a segment must have been left unchanged before the host-wide
+// sweep may take it for an orphan (see above).
+constexpr std::chrono::minutes kOrphanMinAge{10};
+
+// What SweepOrphanedSegments looks at; tests move the clock and narrow the
+// files to their own.
+struct OrphanSweep {
+  std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+  std::chrono::seconds min_age = kOrphanMinAge;
+  std::string file_prefix = "chorus-shm-";  // in /dev/shm, without the '/'
+};
+
+// Unlinks every /dev/shm segment of any communicator that is orphaned (see
+// above); returns how many and logs the count at INFO. Never fails.
+int SweepOrphanedSegments(const OrphanSweep& sweep = OrphanSweep());
 
 }  // namespace shm
 }  // namespace chorus

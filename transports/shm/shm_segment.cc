@@ -1,6 +1,7 @@
 #include "transports/shm/shm_segment.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -8,8 +9,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/siphash.h"
+#include "transports/shm/shm_names.h"
 #include "transports/socket/socket.h"
 
 namespace chorus {
@@ -25,6 +28,7 @@ class FdCloser {
   }
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -77,8 +81,8 @@ Status Map(int fd, size_t bytes, const std::string& name, void** data) {
 
 }  // namespace
 
-ShmSegment::ShmSegment(std::string name, void* data, size_t size, bool linked)
-    : name_(std::move(name)), data_(data), size_(size), linked_(linked) {}
+ShmSegment::ShmSegment(std::string name, void* data, size_t size, bool linked, int lock_fd)
+    : name_(std::move(name)), data_(data), size_(size), linked_(linked), lock_fd_(lock_fd) {}
 
 ShmSegment::~ShmSegment() {
   Unlink();
@@ -86,11 +90,15 @@ ShmSegment::~ShmSegment() {
 }
 
 Status ShmSegment::Create(const std::string& prefix, size_t bytes, std::unique_ptr<ShmSegment>* out) {
+  // Before reserving: what dead jobs left behind may be what /dev/shm lacks.
+  SweepOrphanedSegments();
   std::string name = prefix;
   CHORUS_RETURN_IF_ERROR(RandomSuffix(&name));
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError(errno, StrCat("shm_open(", name, ")"));
   FdCloser closer(fd);
+  // Cannot fail on a fresh file; if it did, only the age protects it (shm_names.h).
+  (void)::flock(fd, LOCK_EX | LOCK_NB);
   void* data = nullptr;
   Status status = Reserve(fd, bytes, name);
   if (status.ok()) status = Map(fd, bytes, name, &data);
@@ -98,7 +106,7 @@ Status ShmSegment::Create(const std::string& prefix, size_t bytes, std::unique_p
     ::shm_unlink(name.c_str());
     return status;
   }
-  out->reset(new ShmSegment(std::move(name), data, bytes, /*linked=*/true));
+  out->reset(new ShmSegment(std::move(name), data, bytes, /*linked=*/true, closer.Release()));
   return Status::Ok();
 }
 
@@ -113,12 +121,14 @@ Status ShmSegment::Open(const std::string& name, size_t expected_bytes, std::uni
   }
   void* data = nullptr;
   CHORUS_RETURN_IF_ERROR(Map(fd, expected_bytes, name, &data));
-  out->reset(new ShmSegment(name, data, expected_bytes, /*linked=*/false));
+  out->reset(new ShmSegment(name, data, expected_bytes, /*linked=*/false, /*lock_fd=*/-1));
   return Status::Ok();
 }
 
 void ShmSegment::Unlink() {
-  if (linked_.exchange(false)) ::shm_unlink(name_.c_str());
+  if (!linked_.exchange(false)) return;
+  ::shm_unlink(name_.c_str());
+  ::close(lock_fd_);  // releases the lock: nothing is left to protect
 }
 
 void SegmentMac(const uint8_t secret[16], const char* label, const uint8_t nonce[16], int32_t rank, uint8_t out[16]) {

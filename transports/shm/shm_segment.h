@@ -2,7 +2,8 @@
 // with a caller's prefix and 128 random bits (O_EXCL, mode 0600), backs
 // every page at creation (a full /dev/shm is an error, not a later SIGBUS)
 // and unlinks it as soon as every peer has mapped it; the mappings stay
-// valid after the unlink.
+// valid after the unlink. While the name exists the creator holds flock
+// LOCK_EX on it: the kernel's proof that the creator lives (shm_names.h).
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@ class ShmSegment {
 
   // Creates and maps a fresh zero-filled segment of `bytes` named
   // `prefix` + 32 random hex digits; nothing is left behind on failure.
+  // First removes the orphaned segments of dead processes (shm_names.h).
   static Status Create(const std::string& prefix, size_t bytes, std::unique_ptr<ShmSegment>* out);
   // Maps an existing segment; fails unless it is exactly `expected_bytes`.
   static Status Open(const std::string& name, size_t expected_bytes, std::unique_ptr<ShmSegment>* out);
@@ -36,12 +38,13 @@ class ShmSegment {
   void Unlink();
 
  private:
-  ShmSegment(std::string name, void* data, size_t size, bool linked);
+  ShmSegment(std::string name, void* data, size_t size, bool linked, int lock_fd);
 
   std::string name_;
   void* data_;
   size_t size_;
   std::atomic<bool> linked_;  // we created the name and have not unlinked it
+  int lock_fd_;               // holds the creator's lock while linked_; closed by Unlink
 };
 
 // MAC(secret, label || nonce || rank): SipHash-2-4-128.
