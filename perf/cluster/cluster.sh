@@ -47,6 +47,7 @@ secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 pids=()
 
 teardown() {
+  set +e  # a set-up failure under set -e must not stop the clean-up half way (leaking namespaces)
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
   for ((h = 0; h < hosts; h++)); do ip netns del "${prefix}h$h" 2>/dev/null; done
   ip netns del "$switch" 2>/dev/null

@@ -24,7 +24,14 @@ per cell:
 
   sudo perf/validate/validate_sim.py --build build [--hosts 2,4,8]
       [--algos ring,tree,hd,ps] [--sizes 1M,64M] [--rate 1gbit] [--json out.json]
-      [--physical-cores N]
+      [--physical-cores N] [--fanin-probe]
+
+--fanin-probe first checks the emulated network alone at every host count:
+perf/cluster/fanin_probe.py --reverse --pipeline (plain sockets, no Chorus;
+hosts-1 senders into rank 0, chunk c sent back once all sent it), printed as
+its time against the fluid bound (hosts-1) x 64 MiB / bandwidth. Near 1 means
+the port shares fairly among readers that keep up, as the model assumes
+(docs/algorithms.md, "Fan-in on the emulated cluster").
 
 Needs root (cluster.sh); exits 77 without it. Every run has a timeout and the
 whole sweep a budget (--budget, seconds): cells past it are reported "skipped".
@@ -166,6 +173,23 @@ def calibrate(runner):
             "physical_cores": runner.args.physical_cores}
 
 
+def fanin_probe(runner, hosts, model):
+    """Plain-socket gather-then-broadcast into rank 0: (seconds, seconds / fluid bound) or None."""
+    nbytes = 64 << 20
+    probe = os.path.join(REPO, "perf", "cluster", "fanin_probe.py")
+    cmd = [runner.args.cluster, "-n", str(hosts), "-r", runner.args.rate, "-t", "120", "--", sys.executable, probe,
+           "--bytes", str(nbytes), "--reverse", "--pipeline"]
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=150).stdout
+    except subprocess.TimeoutExpired:
+        return None
+    m = re.search(r"\[host0\] fanin .* all_s=([\d.]+)", out)
+    if not m:
+        return None
+    seconds = float(m.group(1))
+    return seconds, seconds / ((hosts - 1) * nbytes / model["bandwidth_Bps"])
+
+
 def iterations(hosts, algo, nbytes):
     """(-n, -w): a few iterations for large messages, where one takes up to seconds."""
     if nbytes < (8 << 20):
@@ -198,6 +222,8 @@ def main():
     parser.add_argument("--chunk", default="512K", help="must match CHORUS_CHUNK_BYTES (default 512K)")
     parser.add_argument("--budget", type=int, default=900, help="seconds for the whole sweep")
     parser.add_argument("--json", help="also write every cell here")
+    parser.add_argument("--fanin-probe", action="store_true",
+                        help="first measure the network alone at each host count (perf/cluster/fanin_probe.py)")
     parser.add_argument("--physical-cores", type=int, default=os.cpu_count() or 0,
                         help="cores the emulated hosts share (default: this machine's; 0: a core per host)")
     args = parser.parse_args()
@@ -218,6 +244,15 @@ def main():
               f"{model['host_cpu_s_per_byte'] * 1e9:.3f} ns per cross-host byte and end (CPU "
               f"{model['cpu_probe_s'][0]:.2f} s - {model['cpu_probe_s'][1]:.2f} s for 8 x 2 x 64 MiB), "
               f"{model['physical_cores']} physical cores shared", flush=True)
+        if args.fanin_probe:
+            for hosts in hosts_list:
+                if hosts < 2:
+                    continue
+                probe = fanin_probe(runner, hosts, model)
+                model.setdefault("fanin_probe", {})[hosts] = probe
+                print(f"# network alone, {hosts - 1} senders into one port (fanin_probe.py --reverse --pipeline, "
+                      f"64 MiB each): " + (f"{probe[0]:.3f} s, {probe[1]:.3f} x the fluid bound" if probe else
+                                           "failed"), flush=True)
         cells, summaries = [], []
         for hosts in hosts_list:
             for nbytes in sizes:
