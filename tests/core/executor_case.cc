@@ -102,24 +102,6 @@ struct RankSetup {
   std::vector<uint8_t> user_before;  // what the call must not change
 };
 
-// A Transport forwarding to one the fabric owns, so that a mux can hold it.
-class BorrowedTransport : public Transport {
- public:
-  explicit BorrowedTransport(Transport* inner) : inner_(inner) {}
-  const char* name() const override { return inner_->name(); }
-  TransportCapabilities capabilities() const override { return inner_->capabilities(); }
-  std::string LocalAddress() const override { return inner_->LocalAddress(); }
-  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override {
-    return inner_->Connect(addresses, deadline);
-  }
-  Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
-  Status Progress(int timeout_ms) override { return inner_->Progress(timeout_ms); }
-  void Wakeup() override { inner_->Wakeup(); }
-  void Shutdown() override { inner_->Shutdown(); }
-
- private:
-  Transport* inner_;
-};
 
 // kMixed: ranks [0, n/2) are one "host", the rest another.
 bool SameHost(const ExecutorCase& c, int a, int b) { return (a < c.nranks / 2) == (b < c.nranks / 2); }
@@ -157,8 +139,8 @@ std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& funct
       std::unique_ptr<TransportMux> mux;
       if (results[r].ok() && c.transport == CaseTransport::kMixed) {
         std::vector<std::unique_ptr<Transport>> routes;
-        routes.push_back(std::make_unique<BorrowedTransport>(transports[r].get()));
-        routes.push_back(std::make_unique<BorrowedTransport>(fabric.transport(r)));
+        routes.push_back(std::make_unique<testing::BorrowedTransport>(transports[r].get()));
+        routes.push_back(std::make_unique<testing::BorrowedTransport>(fabric.transport(r)));
         results[r] = TransportMux::Create(std::move(routes), r, c.nranks, &mux);
         used = mux.get();
       }

@@ -98,4 +98,24 @@ class InprocTransport : public Transport {
   std::vector<std::unique_ptr<InprocEndpoint>> endpoints_;  // null for self
 };
 
+// A Transport forwarding to one the fabric owns, so that a mux can hold it.
+// Derive to change what it reports (e.g. capabilities).
+class BorrowedTransport : public Transport {
+ public:
+  explicit BorrowedTransport(Transport* inner) : inner_(inner) {}
+  const char* name() const override { return inner_->name(); }
+  TransportCapabilities capabilities() const override { return inner_->capabilities(); }
+  std::string LocalAddress() const override { return inner_->LocalAddress(); }
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override {
+    return inner_->Connect(addresses, deadline);
+  }
+  Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
+  Status Progress(int timeout_ms) override { return inner_->Progress(timeout_ms); }
+  void Wakeup() override { inner_->Wakeup(); }
+  void Shutdown() override { inner_->Shutdown(); }
+
+ protected:
+  Transport* inner_;
+};
+
 }  // namespace chorus::testing

@@ -23,26 +23,17 @@ namespace {
 using testing::InprocFabric;
 
 // A fabric transport that reports `shares_cores`.
-class CoresTransport : public Transport {
+class CoresTransport : public testing::BorrowedTransport {
  public:
-  CoresTransport(Transport* inner, bool shares_cores) : inner_(inner), shares_cores_(shares_cores) {}
+  CoresTransport(Transport* inner, bool shares_cores) : BorrowedTransport(inner), shares_cores_(shares_cores) {}
   const char* name() const override { return "cores"; }
   TransportCapabilities capabilities() const override {
     TransportCapabilities capabilities = inner_->capabilities();
     capabilities.shares_cores = shares_cores_;
     return capabilities;
   }
-  std::string LocalAddress() const override { return inner_->LocalAddress(); }
-  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override {
-    return inner_->Connect(addresses, deadline);
-  }
-  Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
-  Status Progress(int timeout_ms) override { return inner_->Progress(timeout_ms); }
-  void Wakeup() override { inner_->Wakeup(); }
-  void Shutdown() override { inner_->Shutdown(); }
 
  private:
-  Transport* inner_;
   bool shares_cores_;
 };
 
