@@ -33,7 +33,9 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "communicator creation (or from CHORUS_TUNE_FILE); static: a fixed size rule."},
       {"CHORUS_TUNE_FILE", "string", "",
        "File with 'alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>' to use instead of measuring at creation."},
-      {"CHORUS_ALGO", "string", "", "Force algorithms: ring, tree, or per collective 'allreduce:tree;broadcast:ring'."},
+      {"CHORUS_ALGO", "string", "",
+       "Force algorithms: ring, tree, hd, ps, ps_sharded, dbtree, chain, hier, hier_sliced, direct, oneshot, "
+       "or per collective 'allreduce:hd;broadcast:chain'."},
       {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
       {"CHORUS_SECRET", "hex128", "",
        "32 hex digits shared by all ranks for chorusCommInitFromEnv; authenticates every connection."},
