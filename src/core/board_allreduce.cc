@@ -1,34 +1,154 @@
 #include "core/board_allreduce.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/reduce.h"
 
 namespace chorus {
+namespace {
 
-Status BoardAllReduce::Run(const Operation& op, const std::atomic<bool>& abort, int timeout_ms) {
-  const CollectiveArgs& args = op.args;
-  const size_t bytes = args.count * DataTypeSize(args.dtype);
-  const uint64_t round = ++round_;
-  uint8_t* outbox = board_->OutboxFor(round);
-  if (op.premultiply) {
-    ScaleKernel(outbox, op.send, args.count, args.dtype, op.scalar);
-  } else {
-    std::memcpy(outbox, op.send, bytes);
+// Slices of a two-phase piece start on cache lines (every dtype's size
+// divides 64), so no two ranks write one line of their outputs' slices.
+constexpr size_t kSliceAlignBytes = 64;
+
+struct Slice {
+  size_t first = 0;  // element within the piece
+  size_t count = 0;
+};
+
+Slice SliceOf(size_t piece_count, size_t element_bytes, int nranks, int rank) {
+  const size_t unit = std::max<size_t>(1, kSliceAlignBytes / element_bytes);
+  const size_t per_rank = (piece_count + nranks - 1) / nranks;
+  const size_t stride = (per_rank + unit - 1) / unit * unit;
+  Slice slice;
+  slice.first = std::min(piece_count, stride * static_cast<size_t>(rank));
+  slice.count = std::min(piece_count, slice.first + stride) - slice.first;
+  return slice;
+}
+
+}  // namespace
+
+BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
+  if (nranks < 2 || bytes > kBoardAllReduceMaxBytes) return BoardPlan::kNone;
+  // Ranks outnumber CPUs: every message of the executor's schedules costs
+  // a context switch, and one or two board rounds per slot beat every
+  // schedule and Open MPI (3-8 processes on 2 cores, docs/performance.md
+  // "Mid-size allreduce on one host"); one-shot up to kBoardOneShotMaxBytes,
+  // two-phase above, where one-shot's (p-1)-fold reads cost more than a
+  // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd
+  // measured 10-25% faster past kBoardFewRanksMaxBytes.
+  if (!forced && shares_cores && (nranks >= kBoardManyRanks || bytes <= kBoardFewRanksMaxBytes)) {
+    return bytes <= kBoardOneShotMaxBytes ? BoardPlan::kOneShot : BoardPlan::kTwoPhase;
   }
-  board_->Publish(round, bytes);
+  // A core per rank: the executor's pipelined schedules win from 16 KiB
+  // (2 ranks: the board took 1.3-2.3x as long, forced oneshot or direct).
+  if (!shares_cores && bytes > kBoardSpareCoresMaxBytes) return BoardPlan::kNone;
+  if (chosen == Algorithm::kOneShot) return BoardPlan::kOneShot;
+  if (chosen == Algorithm::kDirect && bytes > kBoardTinyBytes) return BoardPlan::kTwoPhase;
+  return BoardPlan::kNone;
+}
 
+uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan) {
+  if (plan == BoardPlan::kNone) return 0;
+  const size_t piece = shm::ShmBoard::capacity() / element_bytes;
+  const uint64_t pieces = count == 0 ? 1 : (count + piece - 1) / piece;
+  return plan == BoardPlan::kTwoPhase ? 2 * pieces : pieces;
+}
+
+void BoardAllReduce::PublishInput(const Operation& op, uint64_t round, size_t first, size_t count) {
+  const CollectiveArgs& args = op.args;
+  const size_t size = DataTypeSize(args.dtype);
+  uint8_t* outbox = board_->OutboxFor(round);
+  const uint8_t* input = static_cast<const uint8_t*>(op.send) + first * size;
+  if (op.premultiply) {
+    ScaleKernel(outbox, input, count, args.dtype, op.scalar);
+  } else {
+    std::memcpy(outbox, input, count * size);
+  }
+  board_->Publish(round, count * size);
+}
+
+Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
+                                    int timeout_ms) {
+  const CollectiveArgs& args = op.args;
+  const size_t bytes = count * DataTypeSize(args.dtype);
+  const uint64_t round = ++round_;
+  PublishInput(op, round, first, count);
   // In rank order, as the oneshot schedule folds (dst = first op second).
-  const uint8_t* first = nullptr;
+  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
+  const uint8_t* zero = nullptr;
   const uint8_t* next = nullptr;
-  CHORUS_RETURN_IF_ERROR(board_->Await(0, round, bytes, &abort, timeout_ms, &first));
+  CHORUS_RETURN_IF_ERROR(board_->Await(0, round, bytes, &abort, timeout_ms, &zero));
   CHORUS_RETURN_IF_ERROR(board_->Await(1, round, bytes, &abort, timeout_ms, &next));
-  ReduceKernel(op.recv, first, next, args.count, args.dtype, args.op);
+  ReduceKernel(out, zero, next, count, args.dtype, args.op);
   for (int rank = 2; rank < board_->nranks(); ++rank) {
     CHORUS_RETURN_IF_ERROR(board_->Await(rank, round, bytes, &abort, timeout_ms, &next));
-    ReduceKernel(op.recv, op.recv, next, args.count, args.dtype, args.op);
+    ReduceKernel(out, out, next, count, args.dtype, args.op);
   }
-  if (op.average) DivideKernel(op.recv, args.count, args.dtype, board_->nranks());
+  if (op.average) DivideKernel(out, count, args.dtype, board_->nranks());
+  return Status::Ok();
+}
+
+Status BoardAllReduce::TwoPhasePiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
+                                     int timeout_ms) {
+  const CollectiveArgs& args = op.args;
+  const size_t size = DataTypeSize(args.dtype);
+  const int nranks = board_->nranks();
+  const size_t bytes = count * size;
+  // Round 1: the piece; fold this rank's slice of it from every slot into
+  // this rank's round-2 slot. That slot still holds round 0 (two rounds
+  // back), which a peer may be reading until it publishes round 1: wait for
+  // every peer first, then fold.
+  const uint64_t inputs = ++round_;
+  PublishInput(op, inputs, first, count);
+  const Slice mine = SliceOf(count, size, nranks, board_->rank());
+  const uint8_t* next = nullptr;
+  for (int rank = 0; rank < nranks; ++rank) {
+    CHORUS_RETURN_IF_ERROR(board_->Await(rank, inputs, bytes, &abort, timeout_ms, &next));
+  }
+  const uint64_t folded = ++round_;
+  uint8_t* fold = board_->OutboxFor(folded);
+  const uint8_t* zero = nullptr;
+  CHORUS_RETURN_IF_ERROR(board_->Await(0, inputs, bytes, &abort, timeout_ms, &zero));
+  CHORUS_RETURN_IF_ERROR(board_->Await(1, inputs, bytes, &abort, timeout_ms, &next));
+  const size_t at = mine.first * size;
+  ReduceKernel(fold, zero + at, next + at, mine.count, args.dtype, args.op);
+  for (int rank = 2; rank < nranks; ++rank) {
+    CHORUS_RETURN_IF_ERROR(board_->Await(rank, inputs, bytes, &abort, timeout_ms, &next));
+    ReduceKernel(fold, fold, next + at, mine.count, args.dtype, args.op);
+  }
+  if (op.average) DivideKernel(fold, mine.count, args.dtype, nranks);
+  // Round 2: every rank's folded slice, copied into place. (This rank's
+  // round-1 reads all came before it publishes round 2, which is what lets
+  // peers overwrite their round-1 slots afterwards.)
+  board_->Publish(folded, mine.count * size);
+  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * size;
+  for (int step = 0; step < nranks; ++step) {
+    const int rank = (board_->rank() + step) % nranks;  // own slice first: no wait
+    const Slice slice = SliceOf(count, size, nranks, rank);
+    const uint8_t* payload = fold;
+    if (rank != board_->rank()) {
+      CHORUS_RETURN_IF_ERROR(board_->Await(rank, folded, slice.count * size, &abort, timeout_ms, &payload));
+    }
+    std::memcpy(out + slice.first * size, payload, slice.count * size);
+  }
+  return Status::Ok();
+}
+
+Status BoardAllReduce::Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms) {
+  const CollectiveArgs& args = op.args;
+  const size_t piece = shm::ShmBoard::capacity() / DataTypeSize(args.dtype);
+  size_t first = 0;
+  do {
+    const size_t count = std::min(piece, args.count - first);
+    if (plan == BoardPlan::kTwoPhase) {
+      CHORUS_RETURN_IF_ERROR(TwoPhasePiece(op, first, count, abort, timeout_ms));
+    } else {
+      CHORUS_RETURN_IF_ERROR(OneShotPiece(op, first, count, abort, timeout_ms));
+    }
+    first += count;
+  } while (first < args.count);
   return Status::Ok();
 }
 

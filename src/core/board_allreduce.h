@@ -1,20 +1,29 @@
-// BoardAllReduce: how the `oneshot` allreduce runs when every rank of the
-// communicator is on this host over shared memory and the buffer fits a
-// board slot (transports/shm/shm_board.h). Each rank copies its input into
-// its own slot, publishes it, and folds all slots in rank order,
-// ((x_0 op x_1) op x_2) ..., straight into its output with the reduction
-// kernels: the same folds as the oneshot schedule, so every rank, and the
-// general path, get bit-identical results. No executor, no rings, no tags,
-// no allocation.
+// BoardAllReduce: how the `oneshot` and `direct` allreduces run when every
+// rank of the communicator is on this host over shared memory and the
+// buffer is at most kBoardAllReduceMaxBytes (transports/shm/shm_board.h).
+// The buffer goes through the board in pieces of at most one slot.
+//   one-shot (one round per piece): each rank copies its piece into its own
+//     slot, publishes it, and folds all slots in rank order,
+//     ((x_0 op x_1) op x_2) ..., straight into its output.
+//   two-phase (two rounds per piece, the board form of `direct`): each rank
+//     publishes its piece, folds its 1/p slice of it from all slots in rank
+//     order into its next slot, publishes that, and copies every rank's
+//     folded slice into its output: 2 (p-1)/p of the piece read per rank
+//     instead of (p-1) pieces, for one more round.
+// Both fold every element in rank order, as the oneshot schedule does, so
+// every rank, both plans and the general path get bit-identical results.
+// No executor, no rings, no tags, no allocation.
 //
 // Every rank must take the same path for the same call (a rank on the
 // board waits for slots that a rank in the executor never fills), so the
-// communicator decides with UsesBoard from what is identical on all ranks:
-// the call's shape, the algorithm choice (config or tuner, a function of
-// the shape) and the communicator's hosts; never from the stream, timing or
-// queue state. Launches keep the communicator's ticket order, and every
-// board call is a round taken by every rank, which is what the board's
-// double buffering needs.
+// communicator decides with ChooseBoardPlan from what is identical on all
+// ranks: the call's shape, the algorithm choice (config or tuner, a
+// function of the shape and of a model every rank shares), the
+// communicator's hosts and the transport's shares_cores (decided alike on
+// every rank of a host); never from the stream, timing or queue state.
+// Launches keep the communicator's ticket order, and every board call takes
+// the same rounds on every rank, which is what the board's double buffering
+// needs.
 #pragma once
 
 #include <array>
@@ -22,30 +31,68 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/algorithm.h"
 #include "base/status.h"
 #include "core/operation.h"
 #include "transports/shm/shm_board.h"
 
 namespace chorus {
 
-// Largest allreduce (bytes) that takes the board: the whole slot.
-constexpr size_t kBoardAllReduceMaxBytes = shm::kBoardPayloadBytes;
+// Largest allreduce (bytes) that takes the board, where ranks share cores
+// (docs/performance.md, "Mid-size allreduce on one host"): 4 slots.
+constexpr size_t kBoardAllReduceMaxBytes = 1024 * 1024;
+// Largest with a core per rank.
+constexpr size_t kBoardSpareCoresMaxBytes = 8 * 1024;
+// Up to here a `direct` choice stays in the executor (the board's
+// two-phase needs more than a few cache lines per slice to pay its round).
+constexpr size_t kBoardTinyBytes = 4096;
+// Where ranks share cores and the tuner chose: one-shot up to here,
+// two-phase above (measured crossover 16-64 KiB on 4 and 8 ranks).
+constexpr size_t kBoardOneShotMaxBytes = 32 * 1024;
+// Where ranks share cores and the tuner chose: below kBoardManyRanks ranks
+// the board only up to kBoardFewRanksMaxBytes (then the tuner's choice, as
+// with a core per rank).
+constexpr int kBoardManyRanks = 6;
+constexpr size_t kBoardFewRanksMaxBytes = 64 * 1024;
+
+enum class BoardPlan : uint8_t { kNone, kOneShot, kTwoPhase };
+
+// Whether and how an allreduce of `bytes` whose algorithm resolved to
+// `chosen` (forced: by the call or CHORUS_ALGO, else the tuner's) runs on
+// the board of `nranks` ranks (shares_cores: they outnumber the host's
+// CPUs). oneshot runs one-shot, direct two-phase (above kBoardTinyBytes),
+// with a core per rank only up to kBoardSpareCoresMaxBytes; where ranks
+// share cores the tuner's choice gives way to the board (one-shot up to
+// kBoardOneShotMaxBytes, two-phase above; below kBoardManyRanks ranks only
+// up to kBoardFewRanksMaxBytes), which measured faster than every schedule
+// there. A pure function of what every rank shares.
+BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores);
+// Board rounds one allreduce of `count` elements of `element_bytes` takes.
+uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan);
 
 class BoardAllReduce {
  public:
   explicit BoardAllReduce(shm::ShmBoard* board) : board_(board) {}
 
-  // Whether an allreduce of this size can run here (the algorithm choice is
-  // the caller's).
+  // Whether an allreduce of this size can run here at all (the plan is
+  // ChooseBoardPlan's).
   bool Fits(size_t bytes) const { return bytes <= kBoardAllReduceMaxBytes; }
 
   // One allreduce (Sum/Prod/Min/Max, Avg and PreMulSum as the communicator
-  // resolved them into `op`): one board round.
-  Status Run(const Operation& op, const std::atomic<bool>& abort, int timeout_ms);
+  // resolved them into `op`) by `plan` (not kNone).
+  Status Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms);
   // Board rounds so far (tests).
   uint64_t rounds() const { return round_; }
 
  private:
+  Status OneShotPiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
+                      int timeout_ms);
+  Status TwoPhasePiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
+                       int timeout_ms);
+  // Copies (PreMulSum: scales) input elements [first, first + count) into
+  // this rank's slot of `round` and publishes it.
+  void PublishInput(const Operation& op, uint64_t round, size_t first, size_t count);
+
   shm::ShmBoard* board_;
   uint64_t round_ = 0;  // rounds so far; alike on every rank
 };
@@ -55,14 +102,18 @@ class BoardAllReduce {
 // communicator runs at a time).
 class BoardDecisions {
  public:
-  // 1: the board, 0: the general path, -1: not seen recently.
-  int Find(const Operation& op) const {
+  // Whether the shape was seen recently, and its plan (kNone: the general
+  // path).
+  bool Find(const Operation& op, BoardPlan* plan) const {
     for (const Entry& entry : entries_) {
-      if (entry.known && entry.Matches(op)) return entry.board ? 1 : 0;
+      if (entry.known && entry.Matches(op)) {
+        *plan = entry.board;
+        return true;
+      }
     }
-    return -1;
+    return false;
   }
-  void Remember(const Operation& op, bool board) {
+  void Remember(const Operation& op, BoardPlan board) {
     Entry& entry = entries_[next_];
     next_ = (next_ + 1) % entries_.size();
     entry = Entry{op.args.count, op.args.dtype, op.args.op, op.algorithm, op.args.in_place, true, board};
@@ -76,7 +127,7 @@ class BoardDecisions {
     Algorithm requested;
     bool in_place;
     bool known;
-    bool board;
+    BoardPlan board;
     bool Matches(const Operation& op) const {
       return count == op.args.count && dtype == op.args.dtype && reduce == op.args.op && requested == op.algorithm &&
              in_place == op.args.in_place;

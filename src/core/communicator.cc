@@ -194,20 +194,27 @@ Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args
   return Status::Ok();
 }
 
-bool Communicator::UsesBoard(const Operation& op) {
+BoardPlan Communicator::UsesBoard(const Operation& op) {
   if (board_allreduce_ == nullptr || op.kind != Operation::Kind::kCollective || op.grouped ||
       op.args.coll != Collective::kAllReduce || !board_allreduce_->Fits(op.args.count * DataTypeSize(op.args.dtype))) {
-    return false;
+    return BoardPlan::kNone;
   }
-  const int known = board_decisions_.Find(op);
-  if (known >= 0) return known == 1;
-  const bool board = ChooseFor(op) == Algorithm::kOneShot;
-  board_decisions_.Remember(op, board);
-  return board;
+  BoardPlan plan = BoardPlan::kNone;
+  if (board_decisions_.Find(op, &plan)) return plan;
+  // cores_shared_ is decided alike on every rank of the host (the affinity
+  // masks), and a board communicator is on one host.
+  const bool forced = op.algorithm != Algorithm::kAuto ||
+                      options_.algorithms.forced[static_cast<size_t>(Collective::kAllReduce)] != Algorithm::kAuto;
+  plan = ChooseBoardPlan(op.args.count * DataTypeSize(op.args.dtype), nranks_, ChooseFor(op), forced, cores_shared_);
+  board_decisions_.Remember(op, plan);
+  return plan;
 }
 
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
-  if (nops == 1 && UsesBoard(ops[0])) return board_allreduce_->Run(ops[0], aborted_, options_.timeout_ms);
+  if (nops == 1) {
+    const BoardPlan plan = UsesBoard(ops[0]);
+    if (plan != BoardPlan::kNone) return board_allreduce_->Run(ops[0], plan, aborted_, options_.timeout_ms);
+  }
   // Collectives first, then point-to-point: every rank orders a launch the
   // same way, so messages between two ranks meet in the same order.
   LaunchState& launch = launch_;

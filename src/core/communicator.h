@@ -99,10 +99,11 @@ class Communicator {
   // else chosen (ChooseFor) and taken from the cache.
   Status ScheduleFor(const Operation& op, const CollectiveArgs& args, std::shared_ptr<const Schedule>* schedule);
   Algorithm ChooseFor(const Operation& op);
-  // Whether `op` runs on the board: a lone allreduce that fits a slot, on a
-  // communicator with a board, whose algorithm resolves to oneshot. A
-  // function of what every rank shares (core/board_allreduce.h).
-  bool UsesBoard(const Operation& op);
+  // How `op` runs on the board (kNone: not): a lone allreduce of at most
+  // kBoardAllReduceMaxBytes on a communicator with a board, by
+  // ChooseBoardPlan. A function of what every rank shares
+  // (core/board_allreduce.h).
+  BoardPlan UsesBoard(const Operation& op);
   // Fills tuner_ from CHORUS_TUNE_FILE or a short measurement on this
   // communicator (collective: every rank runs it at creation).
   Status Calibrate();

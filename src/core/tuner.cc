@@ -32,9 +32,17 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
   }
   std::stable_sort(choice.candidates.begin(), choice.candidates.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (choice.candidates.empty()) return choice;
-  choice.algorithm = choice.candidates.front().first;
-  choice.predicted_s = choice.candidates.front().second;
+  // Direct is an intra-node algorithm: its cost assumes a port serves p-1
+  // concurrent inbound flows at full rate. Across TCP hosts Chorus does not
+  // (one stream runs ahead of the others it is combined with: "Fan-in on the
+  // emulated cluster", docs/algorithms.md; 8 hosts, 1 MiB: +66 % over the
+  // ring), so it stays a candidate in the table but is chosen only on one host.
+  auto eligible = [&](Algorithm algo) { return algo != Algorithm::kDirect || params.hosts <= 1; };
+  const auto first = std::find_if(choice.candidates.begin(), choice.candidates.end(),
+                                  [&](const auto& candidate) { return eligible(candidate.first); });
+  if (first == choice.candidates.end()) return choice;
+  choice.algorithm = first->first;
+  choice.predicted_s = first->second;
   // The model cannot tell apart algorithms within a few percent; the ring
   // keeps every link busy with one steady flow, which measured best when
   // the model called it a near tie (docs/algorithms.md), so it wins those.

@@ -1,10 +1,13 @@
 // The board allreduce (core/board_allreduce.h) through the whole C API:
-// every dtype and op at tiny sizes is bit-identical to the rank-order fold
-// of the reduction kernels on 2, 3 and 4 ranks, as threads and as forked
-// processes; board sizes, large sizes and board sizes again stay right; the
-// board is taken only where every rank takes it (oneshot chosen, outside
-// groups, host streams included); PreMulSum and Avg; and a warm call
-// allocates nothing (allocation_counter.h).
+// every dtype and op from 1 element to kBoardAllReduceMaxBytes, one-shot
+// (oneshot) and two-phase (direct), one piece and several, is bit-identical
+// to the rank-order fold of the reduction kernels on 2, 3 and 4 ranks, as
+// threads and as forked processes; board sizes, large sizes and board sizes
+// again stay right; the board is taken only where every rank takes it
+// (oneshot or direct chosen, outside groups, host streams included);
+// PreMulSum and Avg; and a warm call allocates nothing, tiny or mid-size
+// (allocation_counter.h).
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,21 +94,53 @@ std::vector<uint8_t> RankOrderReference(chorusDataType_t dtype, chorusRedOp_t op
   return result;
 }
 
-// Every dtype x op at tiny sizes (up to the whole slot), out of place and
-// in place; "" or the first mismatch.
-std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, int* calls) {
+// Pins the calling thread (a rank) to the first CPU it may use: all ranks
+// on one core share it, so the communicator's shares_cores, and with it the
+// board's mid sizes, hold on any machine.
+void PinToOneCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) {
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      ::sched_setaffinity(0, sizeof(set), &set);
+      return;
+    }
+  }
+}
+
+bool CoresShared(chorusComm_t comm) { return comm->impl->cores_shared(); }
+
+// Board rounds of one call with `algo` (forced: by the config).
+uint64_t ExpectedRounds(chorusComm_t comm, size_t count, chorusDataType_t dtype, int nranks, Algorithm algo,
+                        bool forced = true) {
+  const size_t size = DataTypeSize(dtype);
+  return BoardRoundsFor(count, size, ChooseBoardPlan(count * size, nranks, algo, forced, CoresShared(comm)));
+}
+
+// Every dtype x op from 1 element to the largest board call (tiny, mid,
+// one slot, a slot and a bit, several slots), out of place and in place;
+// "" or the first mismatch. Adds the board rounds the calls should take.
+std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, Algorithm algo, uint64_t* rounds) {
   for (int t = 0; t < chorusNumTypes; ++t) {
     const auto dtype = static_cast<chorusDataType_t>(t);
     const size_t size = DataTypeSize(dtype);
     for (chorusRedOp_t op : kOps) {
-      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, kBoardAllReduceMaxBytes / size}) {
+      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, kBoardTinyBytes / size, kBoardTinyBytes / size + 5,
+                           size_t{40000} / size, shm::kBoardPayloadBytes / size,
+                           shm::kBoardPayloadBytes / size + 77, kBoardAllReduceMaxBytes / size}) {
+        // Calls off the board (direct's tiny sizes) fold in the executor's
+        // order, not necessarily the rank order.
+        if (ExpectedRounds(comm, count, dtype, nranks, algo) == 0) continue;
         for (bool in_place : {false, true}) {
           const int salt = static_cast<int>(count) + t + static_cast<int>(op);
           std::vector<uint8_t> send, recv(count * size, 0xee);
           FillInput(&send, dtype, count, rank, salt);
           void* out = in_place ? static_cast<void*>(send.data()) : recv.data();
           chorusResult_t result = chorusAllReduce(send.data(), out, count, dtype, op, comm, nullptr);
-          ++*calls;
+          *rounds += ExpectedRounds(comm, count, dtype, nranks, algo);
           if (result != chorusSuccess) return StrCat("allreduce failed: ", chorusGetLastError(comm));
           const std::vector<uint8_t> expected = RankOrderReference(dtype, op, count, nranks, salt);
           if (std::memcmp(out, expected.data(), expected.size()) != 0) {
@@ -129,6 +164,7 @@ std::vector<std::string> RunThreadRanks(int nranks, const char* algo,
   std::vector<std::thread> threads;
   for (int rank = 0; rank < nranks; ++rank) {
     threads.emplace_back([&, rank] {
+      PinToOneCpu();
       chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
       config.algo = algo;
       config.timeoutMs = kTimeoutMs;
@@ -154,23 +190,33 @@ void ExpectAllPassed(const std::vector<std::string>& errors) {
 
 uint64_t BoardRounds(chorusComm_t comm) { return comm->impl->board_rounds(); }
 
+struct BoardAlgo {
+  const char* config;
+  Algorithm algo;
+};
+const BoardAlgo kBoardAlgos[] = {{"allreduce:oneshot", Algorithm::kOneShot}, {"allreduce:direct", Algorithm::kDirect}};
+
 TEST(BoardAllReduceTest, ThreadsBitIdenticalToRankOrderForEveryTypeAndOp) {
-  for (int nranks : {2, 3, 4}) {
-    SCOPED_TRACE(StrCat(nranks, " thread ranks"));
-    ExpectAllPassed(RunThreadRanks(nranks, "allreduce:oneshot", [&](int rank, chorusComm_t comm) -> std::string {
-      int calls = 0;
-      std::string error = SweepTypesAndOps(comm, rank, nranks, &calls);
-      if (error.empty() && BoardRounds(comm) != static_cast<uint64_t>(calls)) {
-        error = StrCat(BoardRounds(comm), " board rounds for ", calls, " calls");
-      }
-      return error;
-    }));
+  for (const BoardAlgo& algo : kBoardAlgos) {
+    for (int nranks : {2, 3, 4}) {
+      SCOPED_TRACE(StrCat(nranks, " thread ranks, ", algo.config));
+      ExpectAllPassed(RunThreadRanks(nranks, algo.config, [&](int rank, chorusComm_t comm) -> std::string {
+        uint64_t rounds = 0;
+        std::string error = SweepTypesAndOps(comm, rank, nranks, algo.algo, &rounds);
+        if (error.empty() && BoardRounds(comm) != rounds) {
+          error = StrCat(BoardRounds(comm), " board rounds where ", rounds, " were expected");
+        }
+        return error;
+      }));
+    }
   }
 }
 
 TEST(BoardAllReduceTest, ProcessesBitIdenticalToRankOrderForEveryTypeAndOp) {
-  for (int nranks : {2, 3, 4}) {
-    SCOPED_TRACE(StrCat(nranks, " process ranks"));
+  for (int trial = 0; trial < 6; ++trial) {
+    const int nranks = 2 + trial % 3;
+    const BoardAlgo& algo = kBoardAlgos[trial / 3];
+    SCOPED_TRACE(StrCat(nranks, " process ranks, ", algo.config));
     chorusUniqueId id;
     ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess);
     constexpr size_t kMessageBytes = 512;
@@ -182,15 +228,16 @@ TEST(BoardAllReduceTest, ProcessesBitIdenticalToRankOrderForEveryTypeAndOp) {
     for (int rank = 0; rank < nranks; ++rank) {
       const pid_t pid = ::fork();
       if (pid == 0) {
+        PinToOneCpu();
         chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
-        config.algo = "allreduce:oneshot";
+        config.algo = algo.config;
         config.timeoutMs = kTimeoutMs;
         chorusComm_t comm = nullptr;
         std::string error = "init failed";
         if (chorusCommInitRankConfig(&comm, nranks, id, rank, &config) == chorusSuccess) {
-          int calls = 0;
-          error = SweepTypesAndOps(comm, rank, nranks, &calls);
-          if (error.empty() && BoardRounds(comm) != static_cast<uint64_t>(calls)) error = "board not used";
+          uint64_t rounds = 0;
+          error = SweepTypesAndOps(comm, rank, nranks, algo.algo, &rounds);
+          if (error.empty() && BoardRounds(comm) != rounds) error = "board not used as expected";
           chorusCommDestroy(comm);
         }
         std::snprintf(messages + rank * kMessageBytes, kMessageBytes, "%s", error.c_str());
@@ -216,11 +263,15 @@ TEST(BoardAllReduceTest, ProcessesBitIdenticalToRankOrderForEveryTypeAndOp) {
   }
 }
 
-// Board, then sizes past the slot (the general oneshot and the ring), then
-// the board again: every result right, and only the tiny calls on the board.
+// Board, then sizes past the board (the general oneshot or direct), then
+// the board again, tiny, one slot and several: every result right, and
+// the board rounds as planned.
 TEST(BoardAllReduceTest, MixedSizesStayCorrect) {
-  ExpectAllPassed(RunThreadRanks(3, "allreduce:oneshot", [](int rank, chorusComm_t comm) -> std::string {
-    const size_t counts[] = {2, 1024, kBoardAllReduceMaxBytes / 4 + 1, 262144, 5, 1 << 20, 2};
+  for (const BoardAlgo& algo : kBoardAlgos) {
+  SCOPED_TRACE(algo.config);
+  ExpectAllPassed(RunThreadRanks(3, algo.config, [&](int rank, chorusComm_t comm) -> std::string {
+    const size_t counts[] = {2, 1024, 1025, 16384 + 7, kBoardAllReduceMaxBytes / 4 + 1, 262144, 5, 1 << 20, 2,
+                             kBoardAllReduceMaxBytes / 4, 3000};
     uint64_t expected_rounds = 0;
     for (int pass = 0; pass < 3; ++pass) {
       for (size_t count : counts) {
@@ -233,12 +284,13 @@ TEST(BoardAllReduceTest, MixedSizesStayCorrect) {
         for (size_t i = 0; i < count; ++i) {
           if (recv[i] != static_cast<float>(3 * (i % 100) + 3)) return StrCat("count ", count, ": wrong element ", i);
         }
-        if (count * sizeof(float) <= kBoardAllReduceMaxBytes) ++expected_rounds;
+        expected_rounds += ExpectedRounds(comm, count, chorusFloat32, 3, algo.algo);
         if (BoardRounds(comm) != expected_rounds) return StrCat("count ", count, ": ", BoardRounds(comm), " rounds");
       }
     }
     return "";
   }));
+  }
 }
 
 // A forced other algorithm never takes the board; groups never do; host
@@ -319,6 +371,94 @@ TEST(BoardAllReduceTest, WarmCallAllocatesNothing) {
     return BoardRounds(comm) == 2000 ? "" : "board not used";
   }));
   EXPECT_EQ(allocations, std::vector<long>({0, 0}));
+}
+
+// Mid-size calls of both plans, several pieces each, allocate nothing warm.
+TEST(BoardAllReduceTest, WarmMidSizeCallAllocatesNothing) {
+  for (const BoardAlgo& algo : kBoardAlgos) {
+    SCOPED_TRACE(algo.config);
+    std::vector<long> allocations(2, -1);
+    ExpectAllPassed(RunThreadRanks(2, algo.config, [&](int rank, chorusComm_t comm) -> std::string {
+      const size_t count = kBoardAllReduceMaxBytes / sizeof(float) - 3;
+      std::vector<float> send(count, 1.0f + rank), recv(count, 0.0f);
+      for (int i = 0; i < 200; ++i) {
+        if (i == 100) testing::ResetThreadAllocations();
+        if (chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm, nullptr) != chorusSuccess) {
+          return "failed";
+        }
+      }
+      allocations[rank] = testing::ThreadAllocations();
+      for (float value : recv) {
+        if (value != 3.0f) return "wrong sum";
+      }
+      const uint64_t rounds = 200 * ExpectedRounds(comm, count, chorusFloat32, 2, algo.algo);
+      return BoardRounds(comm) == rounds && rounds > 0 ? "" : "board not used";
+    }));
+    EXPECT_EQ(allocations, std::vector<long>({0, 0}));
+  }
+}
+
+// The tuner's choice on ranks that share a core: the board up to its
+// largest size (one-shot, then two-phase), the general path beyond, every
+// rank alike and every result right.
+TEST(BoardAllReduceTest, TunerChoiceTakesTheBoardWhereRanksShareCores) {
+  ExpectAllPassed(RunThreadRanks(kBoardManyRanks, nullptr, [&](int rank, chorusComm_t comm) -> std::string {
+    if (!CoresShared(comm)) return "ranks pinned to one CPU do not share cores";
+    const size_t counts[] = {5, 1000, 8192, 20000, 200000, kBoardAllReduceMaxBytes / 4, 300000, 7};
+    uint64_t expected_rounds = 0;
+    for (size_t count : counts) {
+      std::vector<float> send(count), recv(count, -1.0f);
+      for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i % 50) * (rank + 1));
+      if (chorusAllReduce(send.data(), recv.data(), count, chorusFloat32, chorusSum, comm, nullptr) != chorusSuccess) {
+        return StrCat("count ", count, ": ", chorusGetLastError(comm));
+      }
+      for (size_t i = 0; i < count; ++i) {
+        if (recv[i] != static_cast<float>(21 * (i % 50))) return StrCat("count ", count, ": wrong element ", i);
+      }
+      expected_rounds += ExpectedRounds(comm, count, chorusFloat32, kBoardManyRanks, Algorithm::kRing, false);
+      if (BoardRounds(comm) != expected_rounds) return StrCat("count ", count, ": ", BoardRounds(comm), " rounds");
+    }
+    return expected_rounds == 1 + 1 + 1 + 2 + 2 * 4 + 2 * 4 + 0 + 1 ? "" : "unexpected plans";
+  }));
+}
+
+// The plan: oneshot one-shot and direct two-phase above the tiny sizes,
+// nothing past the largest board size (with a core per rank: past
+// kBoardSpareCoresMaxBytes) or for other forced algorithms; the tuner's
+// choice gives way to the board where ranks share cores.
+TEST(BoardAllReduceTest, PlanFollowsTheForcedAlgorithm) {
+  EXPECT_EQ(ChooseBoardPlan(8, 4, Algorithm::kOneShot, true, false), BoardPlan::kOneShot);
+  EXPECT_EQ(ChooseBoardPlan(8, 4, Algorithm::kDirect, true, false), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(8, 1, Algorithm::kOneShot, true, false), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(kBoardTinyBytes + 1, 4, Algorithm::kOneShot, true, true), BoardPlan::kOneShot);
+  EXPECT_EQ(ChooseBoardPlan(kBoardTinyBytes + 1, 4, Algorithm::kDirect, true, true), BoardPlan::kTwoPhase);
+  EXPECT_EQ(ChooseBoardPlan(kBoardAllReduceMaxBytes, 8, Algorithm::kDirect, true, true), BoardPlan::kTwoPhase);
+  EXPECT_EQ(ChooseBoardPlan(kBoardAllReduceMaxBytes + 1, 8, Algorithm::kDirect, true, true), BoardPlan::kNone);
+  // A core per rank: the board only up to kBoardSpareCoresMaxBytes.
+  EXPECT_EQ(ChooseBoardPlan(kBoardSpareCoresMaxBytes, 2, Algorithm::kDirect, true, false), BoardPlan::kTwoPhase);
+  EXPECT_EQ(ChooseBoardPlan(kBoardSpareCoresMaxBytes + 1, 2, Algorithm::kOneShot, true, false), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(65536, 4, Algorithm::kRing, true, false), BoardPlan::kNone);
+  // Ranks sharing cores, the tuner's choice: the board whatever it chose.
+  EXPECT_EQ(ChooseBoardPlan(8, 8, Algorithm::kRing, false, true), BoardPlan::kOneShot);
+  EXPECT_EQ(ChooseBoardPlan(kBoardOneShotMaxBytes, 4, Algorithm::kDirect, false, true), BoardPlan::kOneShot);
+  EXPECT_EQ(ChooseBoardPlan(kBoardOneShotMaxBytes + 4, 4, Algorithm::kHalvingDoubling, false, true),
+            BoardPlan::kTwoPhase);
+  EXPECT_EQ(ChooseBoardPlan(kBoardAllReduceMaxBytes, kBoardManyRanks, Algorithm::kRing, false, true),
+            BoardPlan::kTwoPhase);
+  // Few ranks past kBoardFewRanksMaxBytes: the tuner's choice, as forced.
+  EXPECT_EQ(ChooseBoardPlan(kBoardFewRanksMaxBytes + 4, 4, Algorithm::kRing, false, true), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(kBoardFewRanksMaxBytes + 4, 4, Algorithm::kDirect, false, true), BoardPlan::kTwoPhase);
+  EXPECT_EQ(ChooseBoardPlan(kBoardAllReduceMaxBytes + 4, 8, Algorithm::kDirect, false, true), BoardPlan::kNone);
+  // A core per rank, the tuner's choice: as forced.
+  EXPECT_EQ(ChooseBoardPlan(8192, 2, Algorithm::kRing, false, false), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(8192, 2, Algorithm::kOneShot, false, false), BoardPlan::kOneShot);
+  EXPECT_EQ(ChooseBoardPlan(8192, 2, Algorithm::kDirect, false, false), BoardPlan::kTwoPhase);
+  EXPECT_EQ(ChooseBoardPlan(65536, 2, Algorithm::kOneShot, false, false), BoardPlan::kNone);
+  // Forced, sharing cores: the forced algorithm decides.
+  EXPECT_EQ(ChooseBoardPlan(65536, 8, Algorithm::kRing, true, true), BoardPlan::kNone);
+  EXPECT_EQ(BoardRoundsFor(0, 4, BoardPlan::kOneShot), 1u);
+  EXPECT_EQ(BoardRoundsFor(shm::kBoardPayloadBytes / 4, 4, BoardPlan::kOneShot), 1u);
+  EXPECT_EQ(BoardRoundsFor(shm::kBoardPayloadBytes / 4 + 1, 4, BoardPlan::kTwoPhase), 4u);
 }
 
 }  // namespace

@@ -248,5 +248,21 @@ TEST(TunerTest, DecisionTableListsEveryCollectiveAndSize) {
   EXPECT_NE(hosts.find("hosts=2"), std::string::npos) << hosts;
 }
 
+// 8 hosts of one rank each with the alpha the emulated cluster measured
+// under load (135 us): direct's model is ahead, but across hosts it is not
+// chosen (see ChooseByCost); it stays in the decision table.
+TEST(TunerTest, DirectIsNotChosenAcrossHosts) {
+  Topology topology{{0, 1, 2, 3, 4, 5, 6, 7}};
+  CollectiveArgs args = AllReduce(8, 1 << 20);
+  args.topology = &topology;
+  const TunerModel model = Model(135, 0.118);
+  const TunerChoice choice = ChooseByCost(args, model);
+  ASSERT_FALSE(choice.candidates.empty());
+  EXPECT_EQ(choice.candidates.front().first, Algorithm::kDirect) << "the case this rule is for";
+  EXPECT_NE(choice.algorithm, Algorithm::kDirect);
+  args.topology = nullptr;  // one host: direct is chosen again
+  EXPECT_EQ(ChooseByCost(args, model).algorithm, Algorithm::kDirect);
+}
+
 }  // namespace
 }  // namespace chorus

@@ -1,6 +1,7 @@
 // ShmBoard (transports/shm/shm_board.h): publish and read in place over
 // ranks as threads and as forked processes, thousands of rounds (the two
-// slots wrap around many times), and every way a wait ends early: a peer
+// slots wrap around many times) of 0 bytes to a whole 64 KiB slot, alike or
+// different per rank, and every way a wait ends early: a peer
 // that dies or shuts down, a mismatched size, the abort flag, the timeout.
 #include <signal.h>
 #include <sys/mman.h>
@@ -35,23 +36,31 @@ uint8_t PayloadByte(int rank, uint64_t round, size_t index) {
   return static_cast<uint8_t>(rank * 37 + round * 11 + index * 3 + (index >> 8));
 }
 
-// Payload size of a round: alike on every rank, from 1 byte to the whole slot.
-size_t RoundBytes(uint64_t round) { return round % 7 == 0 ? shm::kBoardPayloadBytes : 1 + (round * 13) % 200; }
+// Payload size of `rank`'s round: from 0 bytes to the whole slot; most
+// rounds alike on every rank, some mid-size, and some different per rank
+// (as the slices of a two-phase board allreduce).
+size_t RoundBytes(uint64_t round, int rank) {
+  if (round % 7 == 0) return shm::kBoardPayloadBytes;
+  if (round % 11 == 0) return 4096 + (round * 977) % (shm::kBoardPayloadBytes - 4096);
+  if (round % 5 == 0) return static_cast<size_t>(rank) * 64 + round % 3;
+  return 1 + (round * 13) % 200;
+}
 
 // Every rank publishes a pattern per round and checks every rank's slot,
 // its own included.
 std::string ExchangeRounds(int rank, shm::ShmBoard* board, uint64_t rounds) {
   std::atomic<bool> abort{false};
   for (uint64_t round = 1; round <= rounds; ++round) {
-    const size_t bytes = RoundBytes(round);
+    const size_t bytes = RoundBytes(round, rank);
     uint8_t* outbox = board->OutboxFor(round);
     for (size_t i = 0; i < bytes; ++i) outbox[i] = PayloadByte(rank, round, i);
     board->Publish(round, bytes);
     for (int peer = 0; peer < board->nranks(); ++peer) {
       const uint8_t* payload = nullptr;
-      Status status = board->Await(peer, round, bytes, &abort, kTestTimeoutMs, &payload);
+      const size_t peer_bytes = RoundBytes(round, peer);
+      Status status = board->Await(peer, round, peer_bytes, &abort, kTestTimeoutMs, &payload);
       if (!status.ok()) return StrCat("round ", round, ": ", status.message());
-      for (size_t i = 0; i < bytes; ++i) {
+      for (size_t i = 0; i < peer_bytes; ++i) {
         if (payload[i] != PayloadByte(peer, round, i)) {
           return StrCat("round ", round, ": byte ", i, " of rank ", peer, "'s slot is wrong");
         }

@@ -1,7 +1,9 @@
-// ShmBoard: every local rank publishes a small payload per round in a slot
-// of its own segment, and every local peer reads it there, in place: one
-// copy in, no copy out, no ring, no per-pair state. Transports know nothing
-// of collectives; a round is just a number the caller counts.
+// ShmBoard: every local rank publishes a payload of up to a slot per round
+// in a slot of its own segment, and every local peer reads it there, in
+// place: one copy in, no copy out, no ring, no per-pair state. Sizes may
+// differ per rank within a round (the reader names the size it expects).
+// Transports know nothing of collectives; a round is just a number the
+// caller counts.
 //
 // Rounds. The caller numbers rounds 1, 2, 3, ... alike on every rank, and
 // EVERY rank of the board takes part in EVERY round (publishes once, may

@@ -18,7 +18,7 @@ namespace chorus {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
-constexpr uint32_t kLayoutVersion = 3;  // 3: the board area after the rings
+constexpr uint32_t kLayoutVersion = 4;  // 3: the board area after the rings; 4: 256 KiB board slots
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
@@ -102,8 +102,11 @@ inline size_t RingStride(size_t ring_bytes) { return sizeof(RingControl) + ring_
 // The owner's board (shm_board.h): two slots, written by the owner only,
 // read in place by every local peer. `round` is published last (release).
 // The payload follows in the same cache line, so a reader of up to 48
-// bytes takes one line from the writer's cache, not two.
-constexpr size_t kBoardPayloadBytes = 4096;
+// bytes takes one line from the writer's cache, not two. 256 KiB: a slot
+// holds a whole mid-size allreduce (or a quarter of a 1 MiB one), so a
+// two-phase board allreduce takes two rounds, not eight (docs/performance.md,
+// "Mid-size allreduce on one host"); 512 KiB per segment.
+constexpr size_t kBoardPayloadBytes = 256 * 1024;
 struct alignas(kCacheLine) BoardSlot {
   std::atomic<uint64_t> round;  // 0: never written
   uint32_t bytes;               // payload bytes of that round
