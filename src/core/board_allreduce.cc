@@ -75,18 +75,23 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const size_t bytes = count * DataTypeSize(args.dtype);
   const uint64_t round = ++round_;
   PublishInput(op, round, first, count);
-  // In rank order, as the oneshot schedule folds (dst = first op second).
   uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
+  return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms);
+}
+
+Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,
+                                       size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms) {
+  const CollectiveArgs& args = op.args;
   const uint8_t* zero = nullptr;
   const uint8_t* next = nullptr;
-  CHORUS_RETURN_IF_ERROR(board_->Await(0, round, bytes, &abort, timeout_ms, &zero));
-  CHORUS_RETURN_IF_ERROR(board_->Await(1, round, bytes, &abort, timeout_ms, &next));
-  ReduceKernel(out, zero, next, count, args.dtype, args.op);
+  CHORUS_RETURN_IF_ERROR(board_->Await(0, round, round_bytes, &abort, timeout_ms, &zero));
+  CHORUS_RETURN_IF_ERROR(board_->Await(1, round, round_bytes, &abort, timeout_ms, &next));
+  ReduceKernel(dst, zero + offset, next + offset, count, args.dtype, args.op);
   for (int rank = 2; rank < board_->nranks(); ++rank) {
-    CHORUS_RETURN_IF_ERROR(board_->Await(rank, round, bytes, &abort, timeout_ms, &next));
-    ReduceKernel(out, out, next, count, args.dtype, args.op);
+    CHORUS_RETURN_IF_ERROR(board_->Await(rank, round, round_bytes, &abort, timeout_ms, &next));
+    ReduceKernel(dst, dst, next + offset, count, args.dtype, args.op);
   }
-  if (op.average) DivideKernel(out, count, args.dtype, board_->nranks());
+  if (op.average) DivideKernel(dst, count, args.dtype, board_->nranks());
   return Status::Ok();
 }
 
@@ -109,16 +114,7 @@ Status BoardAllReduce::TwoPhasePiece(const Operation& op, size_t first, size_t c
   }
   const uint64_t folded = ++round_;
   uint8_t* fold = board_->OutboxFor(folded);
-  const uint8_t* zero = nullptr;
-  CHORUS_RETURN_IF_ERROR(board_->Await(0, inputs, bytes, &abort, timeout_ms, &zero));
-  CHORUS_RETURN_IF_ERROR(board_->Await(1, inputs, bytes, &abort, timeout_ms, &next));
-  const size_t at = mine.first * size;
-  ReduceKernel(fold, zero + at, next + at, mine.count, args.dtype, args.op);
-  for (int rank = 2; rank < nranks; ++rank) {
-    CHORUS_RETURN_IF_ERROR(board_->Await(rank, inputs, bytes, &abort, timeout_ms, &next));
-    ReduceKernel(fold, fold, next + at, mine.count, args.dtype, args.op);
-  }
-  if (op.average) DivideKernel(fold, mine.count, args.dtype, nranks);
+  CHORUS_RETURN_IF_ERROR(FoldInRankOrder(op, fold, mine.first * size, mine.count, inputs, bytes, abort, timeout_ms));
   // Round 2: every rank's folded slice, copied into place. (This rank's
   // round-1 reads all came before it publishes round 2, which is what lets
   // peers overwrite their round-1 slots afterwards.)

@@ -92,6 +92,11 @@ class BoardAllReduce {
   // Copies (PreMulSum: scales) input elements [first, first + count) into
   // this rank's slot of `round` and publishes it.
   void PublishInput(const Operation& op, uint64_t round, size_t first, size_t count);
+  // dst[0, count) = the elements at byte `offset` of every rank's slot of
+  // `round` (each `round_bytes` long), folded in rank order as the oneshot
+  // schedule folds (dst = first op second), then divided for Avg.
+  Status FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,
+                         size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms);
 
   shm::ShmBoard* board_;
   uint64_t round_ = 0;  // rounds so far; alike on every rank

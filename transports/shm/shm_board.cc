@@ -144,7 +144,6 @@ Status ShmBoard::AwaitSlow(int peer, uint64_t round, size_t bytes, const std::at
     }
     const Clock::duration waited = now - start;
     if (waited < spin && !yielding) {
-      yielding = false;
       polls = kPollsBetweenChecks;
     } else if (waited < yield_until || yields < kYieldsBeforeSleep) {
       yielding = true;
