@@ -29,6 +29,17 @@ struct CollectiveCase {
   VirtualRunOptions run;
 };
 
+// The arguments of one rank's call (what most schedule tests build).
+inline CollectiveArgs RankArgs(Collective coll, int nranks, int rank, size_t count, DataType dtype = chorusFloat32) {
+  CollectiveArgs args;
+  args.coll = coll;
+  args.nranks = nranks;
+  args.rank = rank;
+  args.count = count;
+  args.dtype = dtype;
+  return args;
+}
+
 std::string DescribeCase(const CollectiveCase& c);
 
 // Returns an empty string on success, else the failure with context.

@@ -16,16 +16,6 @@
 namespace chorus::testing {
 namespace {
 
-CollectiveArgs Args(Collective coll, int nranks, int rank, size_t count, DataType dtype = chorusFloat32) {
-  CollectiveArgs args;
-  args.coll = coll;
-  args.nranks = nranks;
-  args.rank = rank;
-  args.count = count;
-  args.dtype = dtype;
-  return args;
-}
-
 struct Traffic {
   size_t sent = 0;
   size_t received = 0;
@@ -45,7 +35,7 @@ TEST(DirectAlgorithm, AllReduceMovesTwiceTheBufferOverP) {
     for (bool in_place : {false, true}) {
       const size_t count = 1000 * p;  // divisible: exactly 2(p-1)/p n
       for (int r = 0; r < p; ++r) {
-        CollectiveArgs args = Args(Collective::kAllReduce, p, r, count);
+        CollectiveArgs args = RankArgs(Collective::kAllReduce, p, r, count);
         args.in_place = in_place;
         Schedule schedule;
         ASSERT_TRUE(BuildSchedule(args, Algorithm::kDirect, &schedule).ok());
@@ -66,7 +56,7 @@ TEST(DirectAlgorithm, UnevenCountsMoveTheRingsSlices) {
   const size_t count = 1000 * p + 3;
   for (int r = 0; r < p; ++r) {
     Schedule schedule;
-    ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, r, count), Algorithm::kDirect, &schedule).ok());
+    ASSERT_TRUE(BuildSchedule(RankArgs(Collective::kAllReduce, p, r, count), Algorithm::kDirect, &schedule).ok());
     const size_t own = EvenSegment(count, p, r).count * 4;
     const Traffic t = TrafficOf(schedule);
     EXPECT_EQ(t.sent, count * 4 - own + (p - 1) * own);
@@ -80,7 +70,7 @@ TEST(DirectAlgorithm, ReduceScatterAndAllGatherMovePMinusOneBlocks) {
     for (Collective coll : {Collective::kReduceScatter, Collective::kAllGather}) {
       for (int r = 0; r < p; ++r) {
         Schedule schedule;
-        ASSERT_TRUE(BuildSchedule(Args(coll, p, r, count), Algorithm::kDirect, &schedule).ok());
+        ASSERT_TRUE(BuildSchedule(RankArgs(coll, p, r, count), Algorithm::kDirect, &schedule).ok());
         const Traffic t = TrafficOf(schedule);
         EXPECT_EQ(t.sent, (p - 1) * count * 4) << CollectiveName(coll);
         EXPECT_EQ(t.received, (p - 1) * count * 4) << CollectiveName(coll);
@@ -95,7 +85,7 @@ TEST(DirectAlgorithm, RoundKTalksToRPlusKAndRMinusK) {
   const int p = 6;
   for (int r = 0; r < p; ++r) {
     Schedule schedule;
-    ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, r, 600), Algorithm::kDirect, &schedule).ok());
+    ASSERT_TRUE(BuildSchedule(RankArgs(Collective::kAllReduce, p, r, 600), Algorithm::kDirect, &schedule).ok());
     std::vector<int> to, from;
     for (const Step& step : schedule.steps) {
       if (step.kind == StepKind::kSend) to.push_back(step.peer);

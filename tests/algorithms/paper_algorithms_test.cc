@@ -12,19 +12,10 @@
 #include "algorithms/dbtree/double_binary_tree.h"
 #include "algorithms/dbtree/rooted_double_tree.h"
 #include "algorithms/segments.h"
+#include "collective_case.h"
 
 namespace chorus::testing {
 namespace {
-
-CollectiveArgs Args(Collective coll, int nranks, int rank, size_t count) {
-  CollectiveArgs args;
-  args.coll = coll;
-  args.nranks = nranks;
-  args.rank = rank;
-  args.count = count;
-  args.dtype = chorusFloat32;
-  return args;
-}
 
 Schedule Build(const CollectiveArgs& args, Algorithm algo) {
   Schedule schedule;
@@ -58,7 +49,7 @@ TEST(PaperAlgorithms, ParameterServerVersusHalvingDoublingTraffic) {
     const size_t count = 16 * 1000;  // divisible by every p
     const size_t model = count * 4;  // |W| in bytes
     for (int r = 0; r < p; ++r) {
-      const Traffic ps = TrafficOf(Build(Args(Collective::kAllReduce, p, r, count), Algorithm::kParameterServer));
+      const Traffic ps = TrafficOf(Build(RankArgs(Collective::kAllReduce, p, r, count), Algorithm::kParameterServer));
       if (r == 0) {
         EXPECT_EQ(ps.sent, (p - 1) * model);
         EXPECT_EQ(ps.received, (p - 1) * model);
@@ -66,7 +57,7 @@ TEST(PaperAlgorithms, ParameterServerVersusHalvingDoublingTraffic) {
         EXPECT_EQ(ps.sent, model);
         EXPECT_EQ(ps.received, model);
       }
-      const Traffic hd = TrafficOf(Build(Args(Collective::kAllReduce, p, r, count), Algorithm::kHalvingDoubling));
+      const Traffic hd = TrafficOf(Build(RankArgs(Collective::kAllReduce, p, r, count), Algorithm::kHalvingDoubling));
       EXPECT_EQ(hd.sent, 2 * (p - 1) * model / p) << "p=" << p << " rank " << r;
       EXPECT_EQ(hd.received, 2 * (p - 1) * model / p);
       int log2p = 0;
@@ -74,7 +65,7 @@ TEST(PaperAlgorithms, ParameterServerVersusHalvingDoublingTraffic) {
       EXPECT_EQ(hd.sends, size_t(2 * log2p));
       // Sharded with k = p servers: ring-like volume per rank.
       const Traffic sharded =
-          TrafficOf(Build(Args(Collective::kAllReduce, p, r, count), Algorithm::kShardedParameterServer));
+          TrafficOf(Build(RankArgs(Collective::kAllReduce, p, r, count), Algorithm::kShardedParameterServer));
       EXPECT_EQ(sharded.sent, 2 * (p - 1) * model / p);
       EXPECT_EQ(sharded.received, 2 * (p - 1) * model / p);
     }
@@ -82,7 +73,7 @@ TEST(PaperAlgorithms, ParameterServerVersusHalvingDoublingTraffic) {
 }
 
 TEST(PaperAlgorithms, CentralServerIsTheRoot) {
-  CollectiveArgs args = Args(Collective::kAllReduce, 5, 3, 100);
+  CollectiveArgs args = RankArgs(Collective::kAllReduce, 5, 3, 100);
   args.root = 3;
   const Traffic server = TrafficOf(Build(args, Algorithm::kParameterServer));
   EXPECT_EQ(server.sent, 4u * 400u);
@@ -95,7 +86,7 @@ TEST(PaperAlgorithms, ShardedServerCountLimitsServers) {
   const int p = 6;
   const size_t count = 600;
   for (int r = 0; r < p; ++r) {
-    CollectiveArgs args = Args(Collective::kAllReduce, p, r, count);
+    CollectiveArgs args = RankArgs(Collective::kAllReduce, p, r, count);
     args.server_count = 2;
     const Schedule schedule = Build(args, Algorithm::kShardedParameterServer);
     std::set<int> peers_sent_to;
@@ -200,7 +191,7 @@ TEST(PaperAlgorithms, SegmentBytesCutsPipelinedSteps) {
       for (int p : {2, 5, 8}) {
         for (bool in_place : {false, true}) {
           for (int r = 0; r < p; ++r) {
-            CollectiveArgs args = Args(coll, p, r, count);
+            CollectiveArgs args = RankArgs(coll, p, r, count);
             args.root = p / 2;
             args.in_place = in_place;
             const Schedule whole = Build(args, algo);

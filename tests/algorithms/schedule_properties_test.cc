@@ -7,19 +7,10 @@
 
 #include "algorithms/algorithm.h"
 #include "schedule_checker.h"
+#include "collective_case.h"
 
 namespace chorus::testing {
 namespace {
-
-CollectiveArgs Args(Collective coll, int nranks, int rank, size_t count, DataType dtype = chorusFloat32) {
-  CollectiveArgs args;
-  args.coll = coll;
-  args.nranks = nranks;
-  args.rank = rank;
-  args.count = count;
-  args.dtype = dtype;
-  return args;
-}
 
 std::vector<Schedule> BuildAll(CollectiveArgs args, Algorithm algo) {
   std::vector<Schedule> schedules(args.nranks);
@@ -45,7 +36,7 @@ TEST(ScheduleProperties, HugeCountsStayConsistent) {
       const auto algo = static_cast<Algorithm>(a);
       if (!Supports(algo, coll)) continue;
       for (bool in_place : {false, true}) {
-        CollectiveArgs args = Args(coll, p, 0, count, chorusFloat64);
+        CollectiveArgs args = RankArgs(coll, p, 0, count, chorusFloat64);
         args.root = 2;
         args.in_place = in_place;
         std::vector<Schedule> schedules = BuildAll(args, algo);
@@ -80,7 +71,7 @@ TEST(ScheduleProperties, RingAllReduceSegmentsCoverHugeBuffer) {
   const size_t count = (size_t{1} << 32) + 7;
   const int p = 3;
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 1, count), Algorithm::kRing, &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(RankArgs(Collective::kAllReduce, p, 1, count), Algorithm::kRing, &schedule).ok());
   // Each rank sends 2(p-1) segments; the segments it receives in the
   // allgather plus the one it finished itself cover the whole buffer.
   size_t received = 0;
@@ -101,7 +92,7 @@ TEST(ScheduleProperties, ZeroCountIsEmpty) {
       if (!Supports(algo, coll)) continue;
       Schedule schedule;
       schedule.steps.resize(3);  // stale content must be cleared
-      ASSERT_TRUE(BuildSchedule(Args(coll, 4, 1, 0), algo, &schedule).ok());
+      ASSERT_TRUE(BuildSchedule(RankArgs(coll, 4, 1, 0), algo, &schedule).ok());
       EXPECT_TRUE(schedule.steps.empty()) << CollectiveName(coll);
       EXPECT_EQ(schedule.scratch_bytes, 0u);
       EXPECT_EQ(schedule.algorithm, AlgorithmName(algo));
@@ -112,7 +103,7 @@ TEST(ScheduleProperties, ZeroCountIsEmpty) {
 TEST(ScheduleProperties, OneRankIsALocalCopy) {
   for (Collective coll : kAll) {
     Schedule schedule;
-    CollectiveArgs args = Args(coll, 1, 0, 10, chorusInt32);
+    CollectiveArgs args = RankArgs(coll, 1, 0, 10, chorusInt32);
     ASSERT_TRUE(BuildSchedule(args, Algorithm::kRing, &schedule).ok());
     ASSERT_EQ(schedule.steps.size(), 1u) << CollectiveName(coll);
     EXPECT_EQ(schedule.steps[0].kind, StepKind::kCopy);
@@ -156,7 +147,7 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
   for (const Case& c : cases) {
     for (int p : {2, 3, 8, 13}) {
       for (bool in_place : {false, true}) {
-        CollectiveArgs args = Args(c.coll, p, 0, 1000 * p + 1);  // uneven segments
+        CollectiveArgs args = RankArgs(c.coll, p, 0, 1000 * p + 1);  // uneven segments
         args.root = p / 2;
         args.in_place = in_place;
         for (const Schedule& schedule : BuildAll(args, c.algo)) {
@@ -177,7 +168,7 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
 TEST(ScheduleProperties, TreeAllReduceHasLogarithmicDepth) {
   // Rank 0 of 16 receives from 4 children and sends to 4: 2*log2(16) messages.
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 16, 0, 100), Algorithm::kTree, &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(RankArgs(Collective::kAllReduce, 16, 0, 100), Algorithm::kTree, &schedule).ok());
   EXPECT_EQ(schedule.steps.size(), 8u) << DescribeSchedule(schedule);
   EXPECT_EQ(schedule.algorithm, "tree");
 }
@@ -186,7 +177,7 @@ TEST(ScheduleProperties, RingAllReduceMovesTwiceTheBufferOverP) {
   const int p = 4;
   const size_t count = 4000;
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, p, 2, count), Algorithm::kRing, &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(RankArgs(Collective::kAllReduce, p, 2, count), Algorithm::kRing, &schedule).ok());
   size_t sent = 0;
   for (const Step& step : schedule.steps) {
     if (step.kind == StepKind::kSend) sent += step.bytes;
@@ -196,27 +187,27 @@ TEST(ScheduleProperties, RingAllReduceMovesTwiceTheBufferOverP) {
 
 TEST(ScheduleProperties, BuildScheduleRejectsBadArguments) {
   Schedule schedule;
-  CollectiveArgs args = Args(Collective::kAllReduce, 4, 0, 10);
+  CollectiveArgs args = RankArgs(Collective::kAllReduce, 4, 0, 10);
   EXPECT_EQ(BuildSchedule(args, Algorithm::kAuto, &schedule).code(), chorusInvalidArgument);
   args.coll = Collective::kAllGather;
   EXPECT_EQ(BuildSchedule(args, Algorithm::kTree, &schedule).code(), chorusInvalidArgument);
-  args = Args(Collective::kAllReduce, 4, 4, 10);
+  args = RankArgs(Collective::kAllReduce, 4, 4, 10);
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
-  args = Args(Collective::kBroadcast, 4, 1, 10);
+  args = RankArgs(Collective::kBroadcast, 4, 1, 10);
   args.root = -1;
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
-  args = Args(Collective::kAllReduce, 0, 0, 10);
+  args = RankArgs(Collective::kAllReduce, 0, 0, 10);
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
-  args = Args(Collective::kAllReduce, 4, 0, 10);
+  args = RankArgs(Collective::kAllReduce, 4, 0, 10);
   args.dtype = chorusNumTypes;  // one past the last type
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
-  args = Args(Collective::kAllGather, 4, 0, SIZE_MAX / 8, chorusFloat64);
+  args = RankArgs(Collective::kAllGather, 4, 0, SIZE_MAX / 8, chorusFloat64);
   EXPECT_EQ(BuildSchedule(args, Algorithm::kRing, &schedule).code(), chorusInvalidArgument);
 }
 
 TEST(ScheduleProperties, DescribeScheduleNamesEveryStep) {
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(Args(Collective::kAllReduce, 3, 0, 6, chorusInt32), Algorithm::kRing, &schedule).ok());
+  ASSERT_TRUE(BuildSchedule(RankArgs(Collective::kAllReduce, 3, 0, 6, chorusInt32), Algorithm::kRing, &schedule).ok());
   const std::string text = DescribeSchedule(schedule);
   EXPECT_NE(text.find("algorithm=ring dtype=int32 op=sum element_size=4"), std::string::npos) << text;
   EXPECT_NE(text.find("#0 send peer=1 src=send+0 bytes=8"), std::string::npos) << text;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "transfer_step.h"
 
 namespace chorus::sim {
 namespace {
@@ -16,16 +17,6 @@ constexpr double kBandwidth = 1.25e8;  // 1 Gbit/s
 constexpr double kGamma = 1e-10;
 constexpr double kCpu = 2e-9;  // CPU seconds per cross-host byte and end
 constexpr size_t kBytes = 1 << 20;
-
-Step Transfer(StepKind kind, int peer, size_t bytes) {
-  Step step;
-  step.kind = kind;
-  step.peer = peer;
-  step.src = BufferRange{BufferId::kSend, 0};
-  step.dst = BufferRange{BufferId::kRecv, 0};
-  step.bytes = bytes;
-  return step;
-}
 
 // Every rank sends kBytes to the next and receives kBytes from the previous.
 std::vector<Schedule> RingShift(int nranks) {

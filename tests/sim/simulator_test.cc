@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "transfer_step.h"
 
 namespace chorus::sim {
 namespace {
@@ -40,16 +41,6 @@ double Analytic(const CollectiveArgs& call, Algorithm algo, const ClusterModel& 
 }
 
 // One message or a few, hand-made: exact times on full-duplex fair ports.
-Step Transfer(StepKind kind, int peer, size_t bytes) {
-  Step step;
-  step.kind = kind;
-  step.peer = peer;
-  step.src = BufferRange{BufferId::kSend, 0};
-  step.dst = BufferRange{BufferId::kRecv, 0};
-  step.bytes = bytes;
-  return step;
-}
-
 double ReplayTime(const std::vector<Schedule>& schedules, size_t chunk_bytes = 0) {
   SimOptions options;
   options.chunk_bytes = chunk_bytes;
