@@ -3,9 +3,9 @@
 #include <cstring>
 #include <memory>
 
-#include "base/half.h"
 #include "core/compression_codecs.h"
 #include "core/compression_stages.h"
+#include "kernels/convert.h"
 
 namespace chorus {
 namespace {
@@ -59,13 +59,16 @@ Status SixteenBitSum(StagedCall& call, const float* x, float* out, size_t count,
   wire->mine.resize(count * 2);
   auto* values = reinterpret_cast<uint16_t*>(wire->mine.data());
   const bool half = wire_type == chorusFloat16;
+  // Bulk SIMD conversions (kernels/convert.h), bit-identical to base/half.h's.
   CHORUS_RETURN_IF_ERROR(call.Before([=] {
-    for (size_t i = 0; i < count; ++i) values[i] = half ? FloatToHalf(x[i]) : FloatToBfloat16(x[i]);
+    if (half) FloatToHalfKernel(values, x, count);
+    else FloatToBfloat16Kernel(values, x, count);
   }));
   CHORUS_RETURN_IF_ERROR(
       call.Launch({InternalCollective(call.comm(), Collective::kAllReduce, count, wire_type, values, values)}));
   return call.After([=, keep = wire] {
-    for (size_t i = 0; i < count; ++i) out[i] = half ? HalfToFloat(values[i]) : Bfloat16ToFloat(values[i]);
+    if (half) HalfToFloatKernel(out, values, count);
+    else Bfloat16ToFloatKernel(out, values, count);
   });
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/dtype.h"
 
@@ -19,12 +20,21 @@ using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count)
 using ScaleFn = void (*)(void* dst, const void* src, size_t count, const void* scalar);
 // buf[i] /= divisor.
 using DivideFn = void (*)(void* buf, size_t count, int divisor);
+// dst[i] = src[i] widened exactly from fp16 or bf16 (kernels/convert.h).
+using WidenFn = void (*)(float* dst, const uint16_t* src, size_t count);
+// dst[i] = src[i] rounded to nearest even into fp16 or bf16.
+using NarrowFn = void (*)(uint16_t* dst, const float* src, size_t count);
 
 struct KernelTable {
   const char* name;  // e.g. "portable", for logs and benchmarks
   ReduceFn reduce[chorusNumTypes][kNumReduceOps];
   ScaleFn scale[chorusNumTypes];
   DivideFn divide[chorusNumTypes];
+  // Bulk conversions, bit-identical to base/half.h's scalar functions.
+  WidenFn half_to_float;
+  WidenFn bfloat16_to_float;
+  NarrowFn float_to_half;
+  NarrowFn float_to_bfloat16;
 };
 
 // Plain C++ loops; correct everywhere.

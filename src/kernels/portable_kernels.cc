@@ -64,6 +64,17 @@ void DivideLoop(void* buf, size_t count, int divisor) {
   }
 }
 
+// fp16/bf16 <-> float32 through base/half.h's branch-free scalar functions.
+template <DataType kType>
+void WidenLoop(float* dst, const uint16_t* src, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = ElementOf<kType>::Load(src[i]);
+}
+
+template <DataType kType>
+void NarrowLoop(uint16_t* dst, const float* src, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = ElementOf<kType>::Store(src[i]);
+}
+
 template <DataType kType>
 constexpr void FillType(KernelTable& table) {
   table.reduce[kType][static_cast<int>(ReduceOp::kSum)] = &ReduceLoop<kType, SumOp>;
@@ -87,6 +98,10 @@ constexpr KernelTable MakePortableTable() {
   FillType<chorusFloat32>(table);
   FillType<chorusFloat64>(table);
   FillType<chorusBfloat16>(table);
+  table.half_to_float = &WidenLoop<chorusFloat16>;
+  table.bfloat16_to_float = &WidenLoop<chorusBfloat16>;
+  table.float_to_half = &NarrowLoop<chorusFloat16>;
+  table.float_to_bfloat16 = &NarrowLoop<chorusBfloat16>;
   return table;
 }
 

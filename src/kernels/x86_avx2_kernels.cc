@@ -65,6 +65,16 @@ struct Avx2Traits {
   static __m256 HalfToFloat(__m128i h) { return _mm256_cvtph_ps(h); }
   static __m128i FloatToHalf(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
+  // vcvtph2ps quiets a signaling NaN (0x7c00 < |h| < 0x7e00) by setting the
+  // float's quiet bit; HalfToFloat keeps it signaling, so clear it again.
+  static __m256 HalfToFloatKeepingSignalingNans(__m128i h) {
+    const __m256i magnitude = _mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7fff));
+    const __m256i signaling = _mm256_and_si256(_mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7c00)),
+                                               _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7e00), magnitude));
+    const __m256i quiet_bit = _mm256_and_si256(signaling, _mm256_set1_epi32(0x00400000));
+    return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(HalfToFloat(h)), quiet_bit));
+  }
+
   // bf16 widens by a 16-bit shift; it narrows rounding to nearest even on the
   // upper half, a NaN becoming (bits >> 16) | 0x40, as in FloatToBfloat16.
   static __m256 Bfloat16ToFloat(__m128i b) {

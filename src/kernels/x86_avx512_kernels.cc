@@ -107,6 +107,17 @@ struct Avx512Traits {
   static __m512 HalfToFloat(__m256i h) { return _mm512_cvtph_ps(h); }
   static __m256i FloatToHalf(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
+  // vcvtph2ps quiets a signaling NaN (0x7c00 < |h| < 0x7e00) by setting the
+  // float's quiet bit; HalfToFloat keeps it signaling, so clear it again.
+  static __m512 HalfToFloatKeepingSignalingNans(__m256i h) {
+    const __m512i magnitude = _mm512_and_si512(_mm512_cvtepu16_epi32(h), _mm512_set1_epi32(0x7fff));
+    const __mmask16 signaling =
+        _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7c00)) &
+        _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x7e00));
+    const __m512i bits = _mm512_castps_si512(HalfToFloat(h));
+    return _mm512_castsi512_ps(_mm512_mask_xor_epi32(bits, signaling, bits, _mm512_set1_epi32(0x00400000)));
+  }
+
   // bf16 widens by a 16-bit shift; it narrows rounding to nearest even on the
   // upper half, a NaN becoming (bits >> 16) | 0x40, as in FloatToBfloat16.
   static __m512 Bfloat16ToFloat(__m256i b) {

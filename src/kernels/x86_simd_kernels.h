@@ -16,6 +16,8 @@
 //   Load/Store/Splat (+ LoadPart/StorePart) for float, double and every
 //   integer type; LoadWords/StoreWords/SplatWords (+ parts);
 //   HalfToFloat/FloatToHalf, Bfloat16ToFloat/FloatToBfloat16;
+//   HalfToFloatKeepingSignalingNans (HalfToFloat may quiet them; the bulk
+//   conversions must not);
 //   Add/Mul/Max/Min/Div and FirstNanWins on float and double vectors;
 //   IntAdd/IntMul/IntMax/IntMin<T> on integer vectors.
 //
@@ -165,6 +167,52 @@ void DivideVectors(void* buf, size_t count, int divisor) {
   }
 }
 
+// ---- Bulk fp16/bf16 <-> float32 conversions (kernels/convert.h). ----
+
+// Exact, signaling NaNs included, as base/half.h's HalfToFloat.
+template <typename Isa, DataType kType>
+typename Isa::FloatVec WidenExactly(typename Isa::WordVec words) {
+  if constexpr (kType == chorusFloat16) return Isa::HalfToFloatKeepingSignalingNans(words);
+  else return Isa::Bfloat16ToFloat(words);
+}
+
+template <typename Isa, DataType kType>
+void WidenVectors(float* dst, const uint16_t* src, size_t count) {
+  constexpr size_t kWidth = Isa::kVectorBytes / sizeof(float);
+  size_t i = 0;
+  for (; i + kWidth <= count; i += kWidth) {
+    Isa::Store(dst + i, WidenExactly<Isa, kType>(Isa::LoadWords(src + i)));
+  }
+  if (i == count) return;
+  const size_t rest = count - i;
+  if constexpr (Isa::kMaskedTails) {
+    Isa::StorePart(dst + i, WidenExactly<Isa, kType>(Isa::LoadWordsPart(src + i, rest)), rest);
+  } else if constexpr (kType == chorusFloat16) {
+    PortableKernels().half_to_float(dst + i, src + i, rest);
+  } else {
+    PortableKernels().bfloat16_to_float(dst + i, src + i, rest);
+  }
+}
+
+// Narrowing is SixteenBitFloatLanes' store: already rounds like base/half.h.
+template <typename Isa, DataType kType>
+void NarrowVectors(uint16_t* dst, const float* src, size_t count) {
+  using Lanes = SixteenBitFloatLanes<Isa, kType>;
+  size_t i = 0;
+  for (; i + Lanes::kWidth <= count; i += Lanes::kWidth) {
+    Lanes::Store(dst + i, Isa::Load(src + i));
+  }
+  if (i == count) return;
+  const size_t rest = count - i;
+  if constexpr (Isa::kMaskedTails) {
+    Lanes::StorePart(dst + i, Isa::LoadPart(src + i, rest), rest);
+  } else if constexpr (kType == chorusFloat16) {
+    PortableKernels().float_to_half(dst + i, src + i, rest);
+  } else {
+    PortableKernels().float_to_bfloat16(dst + i, src + i, rest);
+  }
+}
+
 // ---- The table: a copy of the portable one with the vector entries. ----
 
 template <typename Isa, DataType kType, typename Lanes, typename... Ops>
@@ -201,6 +249,10 @@ KernelTable MakeSimdTable() {
   SetType<Isa, chorusFloat32, NativeLanes<Isa, float>>(table);
   SetType<Isa, chorusFloat64, NativeLanes<Isa, double>>(table);
   SetType<Isa, chorusBfloat16, SixteenBitFloatLanes<Isa, chorusBfloat16>>(table);
+  table.half_to_float = &WidenVectors<Isa, chorusFloat16>;
+  table.bfloat16_to_float = &WidenVectors<Isa, chorusBfloat16>;
+  table.float_to_half = &NarrowVectors<Isa, chorusFloat16>;
+  table.float_to_bfloat16 = &NarrowVectors<Isa, chorusBfloat16>;
   return table;
 }
 static_assert(chorusNumTypes == 10, "a new data type needs a line in MakeSimdTable");
