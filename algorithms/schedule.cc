@@ -56,6 +56,7 @@ std::string DescribeSchedule(const Schedule& schedule) {
     if (step.kind == StepKind::kReduce) DescribeRange(out, "src2", step.src2);
     if (step.kind != StepKind::kSend) DescribeRange(out, "dst", step.dst);
     out << " bytes=" << step.bytes;
+    if (step.paced) out << " paced";
     if (!step.deps.empty()) {
       out << " deps=[";
       for (size_t d = 0; d < step.deps.size(); ++d) out << (d ? "," : "") << step.deps[d];

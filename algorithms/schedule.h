@@ -21,6 +21,17 @@
 //     must therefore face a Recv/RecvReduce of n bytes from A at the same
 //     position in B's schedule. A rank never sends to itself (use kCopy).
 //  4. Offsets and lengths are in bytes and multiples of element_size.
+//  5. A receive marked `paced` may be held back: the executor posts its chunk
+//     n only while n is less than a lookahead (ExecutorOptions::pace_chunks)
+//     plus the finished prefix of each step that depends on it chunk by
+//     chunk. That keeps a fan-in point (a tree parent, a parameter server)
+//     from reading one inbound stream far ahead of the stream it is folded
+//     with or the send that forwards it, so TCP flow control shares the
+//     port. Mark only receives where this cannot deadlock: everything the
+//     dependants wait on, on any rank, must come earlier in its channel's
+//     order than this receive's later chunks (true for the one-way fan-in of
+//     a reduce phase; false for a ring, whose next receive from the same
+//     peer waits on the send that depends on this one).
 #pragma once
 
 #include <cstddef>
@@ -58,6 +69,7 @@ struct Step {
   BufferRange dst;
   size_t bytes = 0;
   std::vector<uint32_t> deps;  // indices of earlier steps of this schedule
+  bool paced = false;          // kRecv/kRecvReduce only: rule 5
 };
 
 struct Schedule {

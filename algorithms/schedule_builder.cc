@@ -79,6 +79,16 @@ int64_t ScheduleBuilder::RecvReduce(int peer, BufferRange src, BufferRange dst, 
   return Append(std::move(step), {src}, true);
 }
 
+void ScheduleBuilder::Pace(int64_t step) {
+  if (step == kNoStep) return;
+  Step& marked = schedule_->steps[static_cast<size_t>(step)];
+  if (marked.kind == StepKind::kRecv || marked.kind == StepKind::kRecvReduce) {
+    marked.paced = true;
+  } else if (status_.ok()) {
+    status_ = InternalError("step ", step, " is paced but is not a receive");
+  }
+}
+
 int64_t ScheduleBuilder::Copy(BufferRange src, BufferRange dst, size_t bytes) {
   const Resolved from = Resolve(src, bytes);
   const Resolved to = Resolve(dst, bytes);

@@ -38,6 +38,9 @@ class ScheduleBuilder {
   int64_t RecvReduce(int peer, BufferRange src, BufferRange dst, size_t bytes);
   int64_t Copy(BufferRange src, BufferRange dst, size_t bytes);
   int64_t Reduce(BufferRange src, BufferRange src2, BufferRange dst, size_t bytes);
+  // Marks receive `step` (as returned above; kNoStep is ignored) paced:
+  // schedule.h rule 5. The caller vouches that the rule's condition holds.
+  void Pace(int64_t step);
 
   // Sets scratch_bytes to the extent used and reports the first problem
   // (a hazard the executor's prefix rule cannot express).

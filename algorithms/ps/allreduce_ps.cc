@@ -29,7 +29,7 @@ Status BuildParameterServerAllReduce(const CollectiveArgs& args, Schedule* out) 
     }
     BufferRange partial = send;
     for (int i = 1; i < p; ++i) {
-      builder.RecvReduce((server + i) % p, partial, recv, part.bytes);
+      builder.Pace(builder.RecvReduce((server + i) % p, partial, recv, part.bytes));  // schedule.h rule 5
       partial = recv;
     }
     for (int i = 1; i < p; ++i) builder.Send((server + i) % p, recv, part.bytes);

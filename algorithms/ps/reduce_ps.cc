@@ -23,7 +23,7 @@ Status BuildParameterServerReduce(const CollectiveArgs& args, Schedule* out) {
     const BufferRange recv{BufferId::kRecv, part.offset};
     BufferRange partial = send;
     for (int i = 1; i < p; ++i) {
-      builder.RecvReduce((args.root + i) % p, partial, recv, part.bytes);
+      builder.Pace(builder.RecvReduce((args.root + i) % p, partial, recv, part.bytes));  // schedule.h rule 5
       partial = recv;
     }
   }

@@ -3,7 +3,9 @@
 // the latency-optimal choice for small buffers. Every rank accumulates in its
 // own receive buffer. Steps are full length (or cut into args.segment_bytes
 // segments, each reduced then broadcast): the root starts broadcasting chunk
-// k as soon as chunk k is fully reduced, so both phases pipeline.
+// k as soon as chunk k is fully reduced, so both phases pipeline. The
+// reduce phase's receives are paced (schedule.h rule 5): data only flows up
+// in it, so a parent never reads one child far ahead of what it can fold.
 #include "algorithms/builders.h"
 #include "algorithms/schedule_builder.h"
 #include "algorithms/segments.h"
@@ -22,7 +24,7 @@ Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out) {
     const BufferRange recv{BufferId::kRecv, part.offset};
     BufferRange partial{BufferId::kSend, part.offset};
     for (int child : node.children) {
-      builder.RecvReduce(child, partial, recv, part.bytes);
+      builder.Pace(builder.RecvReduce(child, partial, recv, part.bytes));  // fan-in: schedule.h rule 5
       partial = recv;
     }
     if (node.parent >= 0) {

@@ -22,7 +22,7 @@ Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out) {
     const ByteRange part = PipelineSegment(bytes, segment, s);
     BufferRange partial{BufferId::kSend, part.offset};
     for (int child : node.children) {
-      builder.RecvReduce(child, partial, BufferRange{accumulator, part.offset}, part.bytes);
+      builder.Pace(builder.RecvReduce(child, partial, BufferRange{accumulator, part.offset}, part.bytes));
       partial = BufferRange{accumulator, part.offset};
     }
     if (node.parent >= 0) {

@@ -28,10 +28,17 @@ struct StepState {
   size_t finished = 0;    // first of nchunks flags in ExecutionState::finished
   size_t deps = 0;        // first of ndeps indices in ExecutionState::deps
   size_t ndeps = 0;
+  // Paced receives only: the steps that consume it chunk by chunk, as
+  // nreaders indices from `readers` in ExecutionState::readers.
+  size_t readers = 0;
+  size_t nreaders = 0;
 
   bool complete() const { return prefix == nchunks; }
   size_t ChunkBegin(size_t c) const { return c * chunk; }
   size_t ChunkLength(size_t c) const { return std::min(chunk, step->bytes - c * chunk); }
+  // Whether chunk c of `after` needs only chunks [0, c] of this step (rule 1
+  // of schedule.h) rather than all of it.
+  bool OrdersPrefixOf(const StepState& after) const { return step->bytes == after.step->bytes && chunk == after.chunk; }
 };
 
 // Where a combining receive-reduce chunk folds what arrives:
@@ -94,6 +101,7 @@ struct ExecutionState {
   std::vector<StepState> states;
   std::vector<uint8_t> finished;  // per chunk of every step
   std::vector<uint32_t> deps;     // per step: indices into `states`
+  std::vector<uint32_t> readers;  // per paced receive: indices into `states`
   std::vector<uint32_t> local_steps;
   std::vector<PeerChannel> channels;  // only peers this launch talks to
   size_t nchannels = 0;
@@ -136,6 +144,8 @@ class Execution {
 
  private:
   bool ChunkReady(const StepState& state, size_t c) const;
+  void FindPacedReaders();
+  bool HeldBack(const StepState& state, size_t c) const;
   void FinishChunk(StepState& state, size_t c);
   bool RunLocalSteps();
   Status PostTransfers(PeerChannel& channel, bool sending, bool* progressed);
@@ -163,6 +173,7 @@ void Execution::Reset() {
   s_.states.clear();
   s_.finished.clear();
   s_.deps.clear();
+  s_.readers.clear();
   s_.local_steps.clear();
 }
 
@@ -233,6 +244,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     }
     base += schedule.steps.size();
   }
+  FindPacedReaders();
 
   // Staging for receive-reduce: one chunk per in-flight slot.
   const size_t slots = static_cast<size_t>(std::max(1, options_.max_inflight_per_peer));
@@ -262,10 +274,49 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
   return Status::Ok();
 }
 
+// Dependants are found from their dependency lists, so a paced step's
+// readers are collected in step order: one pass counts them, a second fills
+// the flat table (no per-step vectors, nothing allocated on a warm launch).
+void Execution::FindPacedReaders() {
+  if (options_.pace_chunks == 0) return;
+  for (size_t i = 0; i < s_.states.size(); ++i) {
+    const StepState& state = s_.states[i];
+    for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
+      StepState& before = s_.states[s_.deps[d]];
+      if (before.step->paced && before.OrdersPrefixOf(state)) ++before.nreaders;
+    }
+  }
+  size_t total = 0;
+  for (StepState& state : s_.states) {
+    state.readers = total;
+    total += state.nreaders;
+    state.nreaders = 0;
+  }
+  s_.readers.resize(total);
+  for (size_t i = 0; i < s_.states.size(); ++i) {
+    const StepState& state = s_.states[i];
+    for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
+      StepState& before = s_.states[s_.deps[d]];
+      if (before.step->paced && before.OrdersPrefixOf(state)) {
+        s_.readers[before.readers + before.nreaders++] = static_cast<uint32_t>(i);
+      }
+    }
+  }
+}
+
+// Rule 5 of schedule.h: chunk c of a paced receive waits until every step
+// that consumes it has finished chunk c - pace_chunks.
+bool Execution::HeldBack(const StepState& state, size_t c) const {
+  for (size_t r = state.readers; r < state.readers + state.nreaders; ++r) {
+    if (s_.states[s_.readers[r]].prefix + options_.pace_chunks <= c) return true;
+  }
+  return false;
+}
+
 bool Execution::ChunkReady(const StepState& state, size_t c) const {
   for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
     const StepState& before = s_.states[s_.deps[d]];
-    if (before.step->bytes == state.step->bytes && before.chunk == state.chunk) {
+    if (before.OrdersPrefixOf(state)) {
       if (before.prefix <= c) return false;
     } else if (!before.complete()) {
       return false;
@@ -319,6 +370,7 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
       continue;
     }
     if (!ChunkReady(state, state.next_chunk)) return Status::Ok();
+    if (!sending && HeldBack(state, state.next_chunk)) return Status::Ok();
     while (free_slot < slots.size() && slots[free_slot].busy) ++free_slot;
     if (free_slot == slots.size()) return Status::Ok();
     Slot& slot = slots[free_slot];

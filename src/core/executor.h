@@ -49,6 +49,9 @@ class ExecutorContext {
 struct ExecutorOptions {
   size_t chunk_bytes = 512 * 1024;
   int max_inflight_per_peer = 8;  // chunks in flight per peer and direction
+  // How far (in chunks) a paced receive (schedule.h rule 5) may run ahead
+  // of the steps that consume it; 0 turns pacing off.
+  size_t pace_chunks = 8;
   Workspace* staging = nullptr;   // receive-reduce staging; required
   // Let endpoints that can (Endpoint::combine_on_receive) reduce receive-
   // reduce chunks as the bytes arrive, with no staging; false: always stage.

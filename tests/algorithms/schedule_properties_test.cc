@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/schedule_builder.h"
 #include "schedule_checker.h"
 #include "collective_case.h"
 
@@ -213,6 +214,42 @@ TEST(ScheduleProperties, DescribeScheduleNamesEveryStep) {
   EXPECT_NE(text.find("#0 send peer=1 src=send+0 bytes=8"), std::string::npos) << text;
   EXPECT_NE(text.find("recvreduce peer=2 src=send+16 dst=recv+16 bytes=8"), std::string::npos) << text;
   EXPECT_NE(text.find("deps=["), std::string::npos) << text;
+}
+
+// schedule.h rule 5: exactly the fan-in receives of the tree and the central
+// parameter server (AllReduce and Reduce) are paced; no other algorithm
+// marks any step, and pacing a step that is not a receive is an error.
+TEST(ScheduleProperties, OnlyFanInReceivesArePaced) {
+  for (int p = 1; p <= 9; ++p) {
+    for (size_t a = 1; a < static_cast<size_t>(Algorithm::kCount); ++a) {
+      const auto algo = static_cast<Algorithm>(a);
+      for (Collective coll : kAll) {
+        if (!Supports(algo, coll)) continue;
+        CollectiveArgs args = RankArgs(coll, p, 0, 1000, chorusInt32);
+        const bool fan_in = (algo == Algorithm::kTree || algo == Algorithm::kParameterServer) &&
+                            (coll == Collective::kAllReduce || coll == Collective::kReduce);
+        size_t paced_total = 0;
+        for (const Schedule& schedule : BuildAll(args, algo)) {
+          for (const Step& step : schedule.steps) {
+            if (!step.paced) continue;
+            ++paced_total;
+            EXPECT_EQ(step.kind, StepKind::kRecvReduce) << AlgorithmName(algo) << " p=" << p;
+          }
+        }
+        // Every rank but the root folds each peer in once.
+        EXPECT_EQ(paced_total, fan_in ? static_cast<size_t>(p - 1) : 0u)
+            << AlgorithmName(algo) << " " << CollectiveName(coll) << " p=" << p;
+      }
+    }
+  }
+  Schedule schedule;
+  ScheduleBuilder builder(RankArgs(Collective::kAllReduce, 2, 0, 4, chorusInt32), "test", &schedule);
+  builder.Pace(builder.RecvReduce(1, BufferRange{BufferId::kSend, 0}, BufferRange{BufferId::kRecv, 0}, 16));
+  EXPECT_TRUE(builder.Finish().ok());
+  builder.Pace(builder.Send(1, BufferRange{BufferId::kRecv, 0}, 16));
+  EXPECT_EQ(builder.Finish().code(), chorusInternalError);
+  EXPECT_NE(DescribeSchedule(schedule).find("recvreduce peer=1 src=send+0 dst=recv+0 bytes=16 paced"), std::string::npos)
+      << DescribeSchedule(schedule);
 }
 
 }  // namespace

@@ -172,7 +172,8 @@ std::string DescribeExecutorCase(const ExecutorCase& c) {
   std::ostringstream out;
   out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
       << " chunk=" << c.chunk_bytes << (c.in_place ? " in-place " : " out-of-place ") << DataTypeName(c.dtype)
-      << " root=" << c.root << " inflight=" << c.max_inflight_per_peer
+      << " root=" << c.root << " inflight=" << c.max_inflight_per_peer << " pace=" << c.pace_chunks
+      << " segment=" << c.segment_bytes
       << " transport=" << CaseTransportName(c.transport);
   return out.str();
 }
@@ -191,6 +192,7 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     s.args.root = c.root;
     s.args.nranks = c.nranks;
     s.args.rank = r;
+    s.args.segment_bytes = c.segment_bytes;
     // As the C API decides: only a rank that uses both buffers can be in place.
     s.args.in_place = c.in_place && UsesSend(s.args) && UsesRecv(s.args);
     Status status = BuildSchedule(s.args, c.algo, &s.schedule);
@@ -229,6 +231,7 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     ExecutorOptions options;
     options.chunk_bytes = c.chunk_bytes;
     options.max_inflight_per_peer = c.max_inflight_per_peer;
+    options.pace_chunks = c.pace_chunks;
     options.staging = &staging;
     options.combine_on_receive = c.transport != CaseTransport::kShmStaged;
     return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(kDeadlineMs));
@@ -329,6 +332,7 @@ std::string RunRandomFloatAllReduce(const ExecutorCase& c, uint32_t seed, std::v
     ExecutorOptions options;
     options.chunk_bytes = c.chunk_bytes;
     options.max_inflight_per_peer = c.max_inflight_per_peer;
+    options.pace_chunks = c.pace_chunks;
     options.staging = &staging;
     options.combine_on_receive = c.transport == CaseTransport::kShm;
     return ExecuteSchedules(transport, r, {bound}, options, abort, Deadline::AfterMs(kDeadlineMs));

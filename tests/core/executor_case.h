@@ -33,6 +33,8 @@ struct ExecutorCase {
   DataType dtype = chorusInt32;  // chorusInt32 or chorusFloat64, reduced with Sum
   int root = 0;
   int max_inflight_per_peer = 8;
+  size_t pace_chunks = 8;  // ExecutorOptions::pace_chunks
+  size_t segment_bytes = 0;  // CollectiveArgs::segment_bytes
   CaseTransport transport = CaseTransport::kInproc;
 };
 

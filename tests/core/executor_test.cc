@@ -82,6 +82,8 @@ std::string CaseName(const ::testing::TestParamInfo<ExecutorCase>& info) {
                      std::to_string(c.nranks) + "_c" + std::to_string(c.count) + "_k" + std::to_string(c.chunk_bytes) +
                      (c.in_place ? "_inplace_" : "_outofplace_") + (c.dtype == chorusFloat64 ? "f64" : "i32") + "_w" +
                      std::to_string(c.max_inflight_per_peer);
+  if (c.pace_chunks != ExecutorCase().pace_chunks) name += "_pace" + std::to_string(c.pace_chunks);
+  if (c.segment_bytes != 0) name += "_seg" + std::to_string(c.segment_bytes);
   if (c.transport != CaseTransport::kInproc) name += std::string("_") + CaseTransportName(c.transport);
   return name;
 }
@@ -145,6 +147,32 @@ std::vector<ExecutorCase> RankCountCases() {
 INSTANTIATE_TEST_SUITE_P(NarrowPipeline, ExecutorCollectiveTest, ::testing::ValuesIn(NarrowPipelineCases()), CaseName);
 
 INSTANTIATE_TEST_SUITE_P(OddChunks, ExecutorCollectiveTest, ::testing::ValuesIn(OddChunkCases()), CaseName);
+
+// Paced receives (schedule.h rule 5) at their tightest: one chunk of
+// lookahead and one chunk in flight, with and without pipeline segments,
+// for every algorithm and collective, over the rendezvous fabric (a send
+// waits for its receive, so a pacing cycle would hang, not pass).
+std::vector<ExecutorCase> TightPacingCases() {
+  std::vector<ExecutorCase> cases;
+  for (int a = static_cast<int>(Algorithm::kRing); a < static_cast<int>(Algorithm::kCount); ++a) {
+    const auto algo = static_cast<Algorithm>(a);
+    for (Collective coll : kAllCollectives) {
+      if (!Supports(algo, coll)) continue;
+      for (int nranks : {2, 3, 5, 8}) {
+        for (size_t segment : {size_t{0}, size_t{2048}}) {
+          ExecutorCase c = MakeCase(coll, algo, nranks, 3000, 512, nranks % 2 == 1, chorusInt32);
+          c.pace_chunks = 1;
+          c.max_inflight_per_peer = 1;
+          c.segment_bytes = segment;
+          cases.push_back(c);
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(TightPacing, ExecutorCollectiveTest, ::testing::ValuesIn(TightPacingCases()), CaseName);
 
 INSTANTIATE_TEST_SUITE_P(AllReduceRanks, ExecutorCollectiveTest, ::testing::ValuesIn(RankCountCases()), CaseName);
 
