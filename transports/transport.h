@@ -88,6 +88,8 @@ struct TransportOptions {
   std::string ifname;        // CHORUS_SOCKET_IFNAME syntax ("", "eth0", "^lo", "=eth0")
   int timeout_ms = 300000;   // connection set-up deadline
   size_t shm_ring_bytes = 0;  // shm: ring per sender (CHORUS_SHM_RING_BYTES); 0 = automatic
+  int socket_rcvbuf = 0;     // TCP: SO_RCVBUF of every lane (CHORUS_SOCKET_RCVBUF); 0 = kernel autotuning
+  int socket_sndbuf = 0;     // TCP: SO_SNDBUF of every lane (CHORUS_SOCKET_SNDBUF); 0 = kernel autotuning
 };
 
 class Transport {

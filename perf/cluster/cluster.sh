@@ -12,6 +12,10 @@
 # In COMMAND, {rank} is replaced by the rank. Output lines are prefixed with
 # the host name; the exit status is the first non-zero rank status.
 # CLUSTER_SYSCTLS="key=value ..." sets network sysctls inside every host.
+# The rest of the caller's environment reaches every rank unchanged (ip netns
+# exec keeps it), e.g. CHORUS_SOCKET_RCVBUF=1M perf/cluster/cluster.sh -- ...
+# CLUSTER_BURST_BYTES sets the tbf bucket (default: 1 ms of the rate, at least 64 KiB).
+# CLUSTER_TC_STATS=FILE writes every link's tbf counters (tc -s) there after the run.
 # Needs root (ip netns, tc); without it, says so and exits 77 ("skipped").
 # Only the addresses 10.213.0.0/24 inside the namespaces it created are used.
 set -uo pipefail
@@ -19,7 +23,7 @@ set -uo pipefail
 hosts=4
 rate=1gbit
 timeout_s=300
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while getopts "n:r:t:h" opt; do
   case $opt in
     n) hosts=$OPTARG ;;
@@ -71,6 +75,11 @@ rate_bits() {
 }
 burst_bytes=$(( $(rate_bits "$rate") / 8 / 1000 ))
 [ "$burst_bytes" -lt 65536 ] && burst_bytes=65536
+# CLUSTER_BURST_BYTES overrides the bucket (experiments: how much idle time a link may bank).
+if [ -n "${CLUSTER_BURST_BYTES:-}" ]; then
+  [[ $CLUSTER_BURST_BYTES =~ ^[0-9]+$ ]] || { echo "cluster: CLUSTER_BURST_BYTES must be a byte count" >&2; exit 2; }
+  burst_bytes=$CLUSTER_BURST_BYTES
+fi
 limit() { tc -n "$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency 50ms; }
 
 echo "cluster: namespaces ${prefix}h0..${prefix}h$((hosts - 1)) and $switch, links $rate" >&2
@@ -109,4 +118,12 @@ for pid in "${pids[@]}"; do
   [ $status -eq 0 ] && status=$rc
 done
 pids=()
+if [ -n "${CLUSTER_TC_STATS:-}" ]; then
+  {
+    for ((h = 0; h < hosts; h++)); do
+      echo "== host$h eth0 (host -> switch)"; tc -s -n "${prefix}h$h" qdisc show dev eth0
+      echo "== switch p$h (switch -> host$h)"; tc -s -n "$switch" qdisc show dev "p$h"
+    done
+  } > "$CLUSTER_TC_STATS" 2>&1
+fi
 exit $status

@@ -24,7 +24,10 @@ per cell:
 
   sudo perf/validate/validate_sim.py --build build [--hosts 2,4,8]
       [--algos ring,tree,hd,ps] [--sizes 1M,64M] [--rate 1gbit] [--json out.json]
-      [--physical-cores N] [--fanin-probe]
+      [--physical-cores N] [--fanin-probe] [--socket-rcvbuf BYTES]
+
+--socket-rcvbuf exports CHORUS_SOCKET_RCVBUF=BYTES (e.g. 1M) to every rank of
+every run, calibration included (default: unset, the kernel autotunes).
 
 --fanin-probe first checks the emulated network alone at every host count:
 perf/cluster/fanin_probe.py --reverse --pipeline (plain sockets, no Chorus;
@@ -96,6 +99,8 @@ class Runner:
         cmd = [self.args.cluster, "-n", str(hosts), "-r", self.args.rate, "-t", str(timeout_s), "--",
                os.path.join(self.args.build, "perf", binary), *flags, "-T", str(timeout_s), "-J", json_path]
         env = dict(os.environ)
+        if self.args.socket_rcvbuf is not None:
+            env["CHORUS_SOCKET_RCVBUF"] = self.args.socket_rcvbuf  # cluster.sh passes the environment on
         env.update(env_extra or {})
         try:
             proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -226,7 +231,11 @@ def main():
                         help="first measure the network alone at each host count (perf/cluster/fanin_probe.py)")
     parser.add_argument("--physical-cores", type=int, default=os.cpu_count() or 0,
                         help="cores the emulated hosts share (default: this machine's; 0: a core per host)")
+    parser.add_argument("--socket-rcvbuf", metavar="BYTES",
+                        help="export CHORUS_SOCKET_RCVBUF=BYTES to every rank (default: unset, kernel autotuning)")
     args = parser.parse_args()
+    if args.socket_rcvbuf is not None and not re.fullmatch(r"\d+[KkMmGg]?[Bb]?", args.socket_rcvbuf):
+        parser.error(f"--socket-rcvbuf: '{args.socket_rcvbuf}' is not a size (bytes, K/M/G suffixes)")
     if os.geteuid() != 0:
         print("validate_sim: needs root for perf/cluster/cluster.sh; skipping", file=sys.stderr)
         return 77
@@ -243,7 +252,9 @@ def main():
               f"gamma {model['gamma_s_per_byte']:.3g} s/B, chunk {args.chunk}; host CPU "
               f"{model['host_cpu_s_per_byte'] * 1e9:.3f} ns per cross-host byte and end (CPU "
               f"{model['cpu_probe_s'][0]:.2f} s - {model['cpu_probe_s'][1]:.2f} s for 8 x 2 x 64 MiB), "
-              f"{model['physical_cores']} physical cores shared", flush=True)
+              f"{model['physical_cores']} physical cores shared"
+              + (f", CHORUS_SOCKET_RCVBUF={args.socket_rcvbuf}" if args.socket_rcvbuf is not None else ""),
+              flush=True)
         if args.fanin_probe:
             for hosts in hosts_list:
                 if hosts < 2:
@@ -322,7 +333,8 @@ def main():
         print(f"\n# {len(within)} of {len(cells)} cells within 25 % of the simulator")
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"model": model, "cells": cells, "summaries": summaries}, f, indent=1)
+                json.dump({"model": model, "cells": cells, "summaries": summaries,
+                           "socket_rcvbuf": args.socket_rcvbuf}, f, indent=1)
     return 0
 
 

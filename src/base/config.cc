@@ -18,6 +18,11 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_SOCKET_IFNAME", "string", "",
        "Interfaces for traffic: prefixes (eth,ib), ^ to exclude (^lo,docker), = for exact (=eth0). "
        "Empty: first non-loopback interface that is up, else loopback."},
+      {"CHORUS_SOCKET_RCVBUF", "bytes", "0",
+       "SO_RCVBUF of every TCP data socket (set before connect/listen; the kernel reports twice it). Bounds how "
+       "far TCP reads ahead of the receives. 0: kernel autotuning (tcp_rmem); at most 1023M."},
+      {"CHORUS_SOCKET_SNDBUF", "bytes", "0",
+       "SO_SNDBUF of every TCP data socket, as CHORUS_SOCKET_RCVBUF. 0: kernel autotuning (tcp_wmem); at most 1023M."},
       {"CHORUS_TRANSPORT", "string", "auto",
        "auto: shared memory between ranks of one host (same network namespace), TCP otherwise; tcp: TCP only."},
       {"CHORUS_SHM_RING_BYTES", "bytes", "0",
@@ -127,6 +132,10 @@ Status Settings::FromEnvironment(Settings* out) {
     return InvalidArgument("CHORUS_TRANSPORT must be auto or tcp, not '", settings.transport, "'");
   }
   CHORUS_RETURN_IF_ERROR(ParseShmRingBytes(EnvValue("CHORUS_SHM_RING_BYTES"), &settings.shm_ring_bytes));
+  CHORUS_RETURN_IF_ERROR(ParseSocketBufferBytes(EnvValue("CHORUS_SOCKET_RCVBUF"), "CHORUS_SOCKET_RCVBUF",
+                                                &settings.socket_rcvbuf));
+  CHORUS_RETURN_IF_ERROR(ParseSocketBufferBytes(EnvValue("CHORUS_SOCKET_SNDBUF"), "CHORUS_SOCKET_SNDBUF",
+                                                &settings.socket_sndbuf));
   *out = settings;
   return Status::Ok();
 }
@@ -142,6 +151,18 @@ Status ParseShmRingBytes(const std::string& text, size_t* out) {
     return InvalidArgument("CHORUS_SHM_RING_BYTES must be 0 (auto) or a multiple of 64 in 256K..1G, not '", text, "'");
   }
   *out = bytes;
+  return Status::Ok();
+}
+
+Status ParseSocketBufferBytes(const std::string& text, const char* name, int* out) {
+  size_t bytes = 0;
+  CHORUS_RETURN_IF_ERROR(ParseBytes(text, name, &bytes));
+  // The kernel doubles the value in an int: more would overflow it.
+  if (bytes > static_cast<size_t>(kMaxSocketBufferBytes)) {
+    return InvalidArgument(name, " must be 0 (kernel autotuning) or a size up to ", kMaxSocketBufferBytes,
+                           " bytes (INT_MAX/2), not '", text, "'");
+  }
+  *out = static_cast<int>(bytes);
   return Status::Ok();
 }
 

@@ -31,6 +31,10 @@ Status ParseHex128(const std::string& text, const char* what, unsigned char out[
 // CHORUS_SHM_RING_BYTES: "0" or "auto" (0: automatic), or a multiple of 64
 // in 256K..1G.
 Status ParseShmRingBytes(const std::string& text, size_t* out);
+// CHORUS_SOCKET_RCVBUF/SNDBUF (`name`): a size in 0..kMaxSocketBufferBytes
+// (0: leave the kernel's autotuning alone).
+constexpr int kMaxSocketBufferBytes = 0x7fffffff / 2;
+Status ParseSocketBufferBytes(const std::string& text, const char* name, int* out);
 
 // What a communicator takes from the environment at creation; chorusConfig_t
 // fields override these.
@@ -44,6 +48,8 @@ struct Settings {
   std::string tuner;      // "model" or "static"
   std::string tune_file;
   size_t shm_ring_bytes = 0;  // 0: automatic
+  int socket_rcvbuf = 0;      // CHORUS_SOCKET_RCVBUF; 0: kernel autotuning
+  int socket_sndbuf = 0;      // CHORUS_SOCKET_SNDBUF; 0: kernel autotuning
 
   static Status FromEnvironment(Settings* out);
 };

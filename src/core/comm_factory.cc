@@ -29,6 +29,8 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->socket_ifname = settings.socket_ifname;
   options->use_shm = settings.transport == "auto";
   options->shm_ring_bytes = settings.shm_ring_bytes;
+  options->socket_rcvbuf = settings.socket_rcvbuf;
+  options->socket_sndbuf = settings.socket_sndbuf;
   options->use_tuner = settings.tuner == "model";
   options->tune_file = settings.tune_file;
   if (config != nullptr) {

@@ -71,6 +71,8 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   transport_options.ifname = options.socket_ifname;
   transport_options.timeout_ms = options.timeout_ms;
   transport_options.shm_ring_bytes = options.shm_ring_bytes;
+  transport_options.socket_rcvbuf = options.socket_rcvbuf;
+  transport_options.socket_sndbuf = options.socket_sndbuf;
   std::unique_ptr<Transport> tcp, shm;
   CHORUS_RETURN_IF_ERROR(CreateTcpTransport(transport_options, &tcp));
   if (options.use_shm) {

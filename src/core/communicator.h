@@ -33,6 +33,8 @@ struct CommOptions {
   std::string socket_ifname;
   bool use_shm = true;  // CHORUS_TRANSPORT=auto: shared memory between ranks of one host
   size_t shm_ring_bytes = 0;  // CHORUS_SHM_RING_BYTES; 0 = automatic
+  int socket_rcvbuf = 0;  // CHORUS_SOCKET_RCVBUF; 0 = kernel autotuning
+  int socket_sndbuf = 0;  // CHORUS_SOCKET_SNDBUF; 0 = kernel autotuning
   bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
   std::string tune_file;  // CHORUS_TUNE_FILE
   AlgorithmTable algorithms;

@@ -69,10 +69,11 @@ void Socket::ShutdownBoth() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
-Status Socket::Listen(const SocketAddress& address, Socket* listener) {
+Status Socket::Listen(const SocketAddress& address, const SocketBuffers& buffers, Socket* listener) {
   int fd = -1;
   CHORUS_RETURN_IF_ERROR(NewSocket(address.family(), &fd));
   Socket owned(fd, address.ToString());
+  CHORUS_RETURN_IF_ERROR(owned.SetBuffers(buffers));
   const int on = 1;
   // A fixed port (rank 0 of an env launch) must be reusable right after a
   // previous run left it in TIME_WAIT.
@@ -85,13 +86,15 @@ Status Socket::Listen(const SocketAddress& address, Socket* listener) {
   return Status::Ok();
 }
 
-Status Socket::Connect(const SocketAddress& address, Deadline deadline, Socket* connected) {
+Status Socket::Connect(const SocketAddress& address, Deadline deadline, const SocketBuffers& buffers,
+                       Socket* connected) {
   int backoff_ms = 1;
   int last_error = 0;
   while (true) {
     int fd = -1;
     CHORUS_RETURN_IF_ERROR(NewSocket(address.family(), &fd));
     Socket attempt(fd, address.ToString());
+    CHORUS_RETURN_IF_ERROR(attempt.SetBuffers(buffers));
     last_error = TryConnect(fd, address, deadline);
     if (last_error == 0) {
       CHORUS_RETURN_IF_ERROR(attempt.SetNoDelay());
@@ -203,6 +206,30 @@ Status Socket::SetBufferSizes(int bytes) const {
   if (::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0 ||
       ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) != 0) {
     return ErrnoError(errno, "setsockopt(SO_SNDBUF/SO_RCVBUF)");
+  }
+  return Status::Ok();
+}
+
+Status Socket::SetBuffers(const SocketBuffers& buffers) const {
+  if (buffers.receive_bytes > 0 &&
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffers.receive_bytes, sizeof(buffers.receive_bytes)) != 0) {
+    return ErrnoError(errno, StrCat("setsockopt(SO_RCVBUF, ", buffers.receive_bytes, ")"));
+  }
+  if (buffers.send_bytes > 0 &&
+      ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffers.send_bytes, sizeof(buffers.send_bytes)) != 0) {
+    return ErrnoError(errno, StrCat("setsockopt(SO_SNDBUF, ", buffers.send_bytes, ")"));
+  }
+  return Status::Ok();
+}
+
+Status Socket::GetBuffers(SocketBuffers* buffers) const {
+  socklen_t length = sizeof(buffers->receive_bytes);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffers->receive_bytes, &length) != 0) {
+    return ErrnoError(errno, "getsockopt(SO_RCVBUF)");
+  }
+  length = sizeof(buffers->send_bytes);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffers->send_bytes, &length) != 0) {
+    return ErrnoError(errno, "getsockopt(SO_SNDBUF)");
   }
   return Status::Ok();
 }

@@ -13,6 +13,14 @@
 
 namespace chorus {
 
+// SO_RCVBUF/SO_SNDBUF fixed on a socket before it connects or listens (0:
+// leave the kernel's autotuning). Set then, they bound the TCP window scale
+// negotiated in the handshake; accepted sockets inherit their listener's.
+struct SocketBuffers {
+  int receive_bytes = 0;
+  int send_bytes = 0;
+};
+
 class Socket {
  public:
   Socket() = default;
@@ -35,10 +43,15 @@ class Socket {
   void ShutdownBoth();
 
   // A listener bound to `address` (port 0: ephemeral), non-blocking.
-  static Status Listen(const SocketAddress& address, Socket* listener);
+  static Status Listen(const SocketAddress& address, Socket* listener) { return Listen(address, {}, listener); }
+  static Status Listen(const SocketAddress& address, const SocketBuffers& buffers, Socket* listener);
   // Connects, retrying refused connections (the peer may not be listening
   // yet) until `deadline`. The result is non-blocking with TCP_NODELAY.
-  static Status Connect(const SocketAddress& address, Deadline deadline, Socket* connected);
+  static Status Connect(const SocketAddress& address, Deadline deadline, Socket* connected) {
+    return Connect(address, deadline, {}, connected);
+  }
+  static Status Connect(const SocketAddress& address, Deadline deadline, const SocketBuffers& buffers,
+                        Socket* connected);
   // Waits for one connection until `deadline`; non-blocking with TCP_NODELAY.
   Status Accept(Deadline deadline, Socket* accepted) const;
 
@@ -50,6 +63,11 @@ class Socket {
   Status LocalAddress(SocketAddress* address) const;
   Status SetNoDelay() const;
   Status SetBufferSizes(int bytes) const;
+  // The non-zero sizes of `buffers`; before connect()/listen() to take effect
+  // on the window scale.
+  Status SetBuffers(const SocketBuffers& buffers) const;
+  // SO_RCVBUF/SO_SNDBUF as the kernel reports them (twice what was set).
+  Status GetBuffers(SocketBuffers* buffers) const;
 
   // Waits for `events` (POLLIN/POLLOUT) until `deadline`; chorusTimeout after.
   Status WaitFor(short events, Deadline deadline, const char* what) const;

@@ -9,8 +9,15 @@
 
 namespace chorus {
 
-TcpLane::TcpLane(Socket socket, std::string peer_label)
-    : socket_(std::move(socket)), peer_label_(std::move(peer_label)) {}
+size_t MaxReceiveBatch(int fixed_receive_buffer) {
+  if (fixed_receive_buffer <= 0) return kMaxReceiveBatch;
+  return std::max<size_t>(1, std::min(kMaxReceiveBatch, static_cast<size_t>(fixed_receive_buffer) / 4));
+}
+
+TcpLane::TcpLane(Socket socket, std::string peer_label, int fixed_receive_buffer)
+    : socket_(std::move(socket)),
+      peer_label_(std::move(peer_label)),
+      max_receive_batch_(MaxReceiveBatch(fixed_receive_buffer)) {}
 
 void TcpLane::Push(TransferRequest* request, TransferRequest** head, TransferRequest** tail) {
   request->next = nullptr;
@@ -99,7 +106,8 @@ Status TcpLane::CheckHeader(const TransferRequest& request) const {
 }
 
 void TcpLane::SetReceiveLowWatermark(size_t bytes_wanted) {
-  const int wanted = bytes_wanted >= kMinReceiveBatch ? static_cast<int>(std::min(bytes_wanted, kMaxReceiveBatch)) : 1;
+  const int wanted =
+      bytes_wanted >= kMinReceiveBatch ? static_cast<int>(std::min(bytes_wanted, max_receive_batch_)) : 1;
   if (wanted == receive_low_watermark_) return;
   // The kernel re-checks readiness when it is set, so bytes that arrived
   // since our EAGAIN still raise an event. On failure we keep the old value:

@@ -9,6 +9,12 @@
 // socket's SO_RCVLOWAT to what is left of the payload (at most
 // kMaxReceiveBatch), so epoll reports it readable once that much is there.
 // Small messages keep the default of 1 byte: their latency is untouched.
+// On a socket whose SO_RCVBUF was fixed (CHORUS_SOCKET_RCVBUF) the batch is
+// at most half of the payload the buffer holds (a quarter of what getsockopt
+// reports: the kernel doubles the set size for bookkeeping), so a wake-up
+// never waits for more than the window lets in and the next batch arrives
+// while this one is copied out. (The kernel's own cap, tcp_set_rcvlowat, is
+// sk_rcvbuf / 2: twice ours.)
 #pragma once
 
 #include <cstdint>
@@ -24,9 +30,15 @@ namespace chorus {
 class TcpLane {
  public:
   // `peer_label` names the peer in errors: "peer 3 (10.0.0.4:5000)".
-  TcpLane(Socket socket, std::string peer_label);
+  // `fixed_receive_buffer`: the socket's SO_RCVBUF as getsockopt reports it
+  // when the application set it; 0 when the kernel autotunes it.
+  TcpLane(Socket socket, std::string peer_label, int fixed_receive_buffer = 0);
 
   int fd() const { return socket_.fd(); }
+  Status GetSocketBuffers(SocketBuffers* buffers) const { return socket_.GetBuffers(buffers); }
+  // The most one wake-up waits for (SO_RCVLOWAT), never more than what the
+  // socket's receive buffer holds.
+  size_t max_receive_batch() const { return max_receive_batch_; }
   void ShutdownSocket() { socket_.ShutdownBoth(); }
 
   void PushSend(TransferRequest* request) { Push(request, &send_head_, &send_tail_); }
@@ -66,6 +78,7 @@ class TcpLane {
   bool writable_ = true;
   bool peer_hung_up_ = false;      // EPOLLRDHUP/HUP/ERR seen
   int receive_low_watermark_ = 1;  // the socket's SO_RCVLOWAT
+  size_t max_receive_batch_;       // kMaxReceiveBatch, or less for a fixed SO_RCVBUF
 };
 
 // Receives with at least this much payload left wait for it in one wake-up.
@@ -73,5 +86,9 @@ constexpr size_t kMinReceiveBatch = 64 * 1024;
 // The most one wake-up waits for: the copy out of the socket then overlaps
 // the next batch's arrival (the kernel also caps it at half the buffer).
 constexpr size_t kMaxReceiveBatch = 256 * 1024;
+
+// The batch cap of a lane whose socket reports SO_RCVBUF `fixed_receive_buffer`
+// (0: autotuned): min(kMaxReceiveBatch, fixed_receive_buffer / 4), at least 1.
+size_t MaxReceiveBatch(int fixed_receive_buffer);
 
 }  // namespace chorus

@@ -21,8 +21,8 @@ Status ConnectLanes(const TransportOptions& options, int peer, const std::string
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target).WithContext(TcpPeerLabel(peer, address)));
   for (int lane = 0; lane < options.nsocks; ++lane) {
     Socket socket;
-    CHORUS_RETURN_IF_ERROR(
-        Socket::Connect(target, deadline, &socket).WithContext(StrCat("connecting to ", TcpPeerLabel(peer, address))));
+    CHORUS_RETURN_IF_ERROR(Socket::Connect(target, deadline, TcpLaneBuffers(options), &socket)
+                               .WithContext(StrCat("connecting to ", TcpPeerLabel(peer, address))));
     socket.set_peer_name(TcpPeerLabel(peer, address));
     Hello hello;
     hello.purpose = ConnectionPurpose::kTcpLane;
@@ -84,6 +84,13 @@ Status AcceptLanes(const TransportOptions& options, const Socket& listener, Dead
 }  // namespace
 
 std::string TcpPeerLabel(int peer, const std::string& address) { return StrCat("peer ", peer, " (", address, ")"); }
+
+SocketBuffers TcpLaneBuffers(const TransportOptions& options) {
+  SocketBuffers buffers;
+  buffers.receive_bytes = options.socket_rcvbuf;
+  buffers.send_bytes = options.socket_sndbuf;
+  return buffers;
+}
 
 Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
                         const std::vector<std::string>& addresses, Deadline deadline,

@@ -25,4 +25,10 @@ Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
 // "peer 3 (10.0.0.4:5000)": how every error names a TCP peer.
 std::string TcpPeerLabel(int peer, const std::string& address);
 
+// The socket buffers every lane gets (CHORUS_SOCKET_RCVBUF/SNDBUF): set on
+// connecting sockets before connect() and on the listener before listen(),
+// whose accepted sockets inherit them, so the window scale negotiated in the
+// handshake fits them on both sides.
+SocketBuffers TcpLaneBuffers(const TransportOptions& options);
+
 }  // namespace chorus

@@ -4,8 +4,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
+#include "base/config.h"
+#include "base/log.h"
 #include "transports/socket/interface.h"
 #include "transports/tcp/tcp_mesh.h"
 
@@ -38,6 +41,12 @@ Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Trans
   if (options.nsocks < 1 || options.nsocks > 64) {
     return InvalidArgument("TCP transport: nsocks must be in [1, 64], got ", options.nsocks);
   }
+  for (const auto& [bytes, key] : {std::pair<int, const char*>{options.socket_rcvbuf, "CHORUS_SOCKET_RCVBUF"},
+                                    std::pair<int, const char*>{options.socket_sndbuf, "CHORUS_SOCKET_SNDBUF"}}) {
+    if (bytes < 0 || bytes > kMaxSocketBufferBytes) {
+      return InvalidArgument("TCP transport: ", key, " must be in [0, ", kMaxSocketBufferBytes, "], got ", bytes);
+    }
+  }
   std::unique_ptr<TcpTransport> created(new TcpTransport(options));
   CHORUS_RETURN_IF_ERROR(created->Listen());
   *transport = std::move(created);
@@ -51,7 +60,8 @@ TcpTransport::~TcpTransport() = default;
 Status TcpTransport::Listen() {
   NetworkInterface chosen;
   CHORUS_RETURN_IF_ERROR(FindInterface(options_.ifname, &chosen));
-  CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, &listener_));
+  // Accepted lanes inherit the listener's buffer sizes (set before listen()).
+  CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, TcpLaneBuffers(options_), &listener_));
   SocketAddress bound;
   CHORUS_RETURN_IF_ERROR(listener_.LocalAddress(&bound));
   local_address_ = bound.ToString();
@@ -84,7 +94,11 @@ Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline
     if (rank == options_.rank) continue;
     auto peer = std::make_unique<Peer>(this, rank);
     for (Socket& socket : sockets[rank]) {
-      auto lane = std::make_unique<TcpLane>(std::move(socket), TcpPeerLabel(rank, addresses[rank]));
+      // A fixed receive buffer bounds the lane's wake-up batches.
+      SocketBuffers kernel_buffers;
+      if (options_.socket_rcvbuf > 0) CHORUS_RETURN_IF_ERROR(socket.GetBuffers(&kernel_buffers));
+      auto lane = std::make_unique<TcpLane>(std::move(socket), TcpPeerLabel(rank, addresses[rank]),
+                                            options_.socket_rcvbuf > 0 ? kernel_buffers.receive_bytes : 0);
       epoll_event event = {};
       // Edge-triggered: readiness is remembered by the lane, so an idle lane
       // with unread data or free buffer space never wakes us in a loop, and
@@ -101,7 +115,50 @@ Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline
   }
   listener_.Close();  // everyone is in; later strangers get ECONNREFUSED
   connected_ = true;
+  if (options_.socket_rcvbuf > 0 || options_.socket_sndbuf > 0) LogLaneBuffers();
   return Status::Ok();
+}
+
+std::vector<SocketBuffers> TcpTransport::LaneBufferSizes() const {
+  std::vector<SocketBuffers> sizes;
+  for (const TcpLane* lane : lanes_) {
+    SocketBuffers buffers;
+    if (!lane->GetSocketBuffers(&buffers).ok()) buffers = {-1, -1};
+    sizes.push_back(buffers);
+  }
+  return sizes;
+}
+
+namespace {
+
+// "SO_RCVBUF 524288 (CHORUS_SOCKET_RCVBUF=262144)" over every lane; warns
+// when a lane got less than twice the request (net.core.*mem_max caps it).
+std::string DescribeBuffer(const std::vector<SocketBuffers>& sizes, int SocketBuffers::*field, int requested,
+                           const char* option, const char* key, const char* cap, int rank) {
+  if (requested <= 0) return StrCat(option, " autotuned");
+  int low = sizes[0].*field, high = low;
+  for (const SocketBuffers& lane : sizes) {
+    low = std::min(low, lane.*field);
+    high = std::max(high, lane.*field);
+  }
+  if (low < 2 * requested) {
+    CHORUS_WARN("NET", "rank ", rank, ": ", key, "=", requested, " gave a TCP lane ", option, " ", low, " instead of ",
+                2LL * requested, ": ", cap, " caps it");
+  }
+  return StrCat(option, " ", low, low == high ? "" : StrCat("..", high), " (", key, "=", requested, ")");
+}
+
+}  // namespace
+
+void TcpTransport::LogLaneBuffers() const {
+  const std::vector<SocketBuffers> sizes = LaneBufferSizes();
+  if (sizes.empty()) return;
+  const std::string receive = DescribeBuffer(sizes, &SocketBuffers::receive_bytes, options_.socket_rcvbuf,
+                                             "SO_RCVBUF", "CHORUS_SOCKET_RCVBUF", "net.core.rmem_max", options_.rank);
+  const std::string send = DescribeBuffer(sizes, &SocketBuffers::send_bytes, options_.socket_sndbuf, "SO_SNDBUF",
+                                          "CHORUS_SOCKET_SNDBUF", "net.core.wmem_max", options_.rank);
+  CHORUS_INFO("NET", "rank ", options_.rank, ": ", sizes.size(), " TCP lanes, ", receive, ", ", send,
+              " (getsockopt: the kernel doubles what is set)");
 }
 
 Endpoint* TcpTransport::endpoint(int peer) {

@@ -36,6 +36,11 @@ class TcpTransport : public Transport {
   void Wakeup() override;
   void Shutdown() override;
 
+  // Each lane's SO_RCVBUF/SO_SNDBUF as the kernel reports them (twice what
+  // CHORUS_SOCKET_RCVBUF/SNDBUF set; -1 where getsockopt failed), in lane
+  // order; empty before Connect. For the INFO log line and tests.
+  std::vector<SocketBuffers> LaneBufferSizes() const;
+
  private:
   friend Status CreateTcpTransport(const TransportOptions&, std::unique_ptr<Transport>*);
   class TcpEndpoint;
@@ -47,6 +52,7 @@ class TcpTransport : public Transport {
   Status ProgressLanes(bool* progressed);
   Status WaitForEvents(int timeout_ms, bool* lane_events);
   Status Fail(Status status);
+  void LogLaneBuffers() const;
 
   TransportOptions options_;
   Socket listener_;
