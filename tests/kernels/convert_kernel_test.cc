@@ -15,23 +15,16 @@
 
 #include <gtest/gtest.h>
 
+#include "float_bits.h"
+
 #include "base/half.h"
 #include "kernels/kernel_table.h"
 
 namespace chorus::kernels {
 namespace {
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
+using testing::Bits;
+using testing::FromBits;
 
 // One format's four functions: the kernel under test and its scalar reference.
 struct Format {

@@ -9,20 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include "float_bits.h"
+
 namespace chorus {
 namespace {
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
+using testing::Bits;
+using testing::FromBits;
 
 bool IsHalfNan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
 
