@@ -4,6 +4,10 @@
 
 #include "examples/trainer/gemm.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 namespace trainer {
 
 Conv2d::Conv2d(int in_channels, int out_channels, int kernel, int stride, int pad)
@@ -63,9 +67,80 @@ void Conv2d::Forward(const Tensor& input, Tensor* output) {
   const float* bias = weights_ + static_cast<size_t>(out_channels_) * g.patch_size();
   for (int i = 0; i < n; ++i) {
     for (int o = 0; o < out_channels_; ++o) {
-      const float* from = products_.data() + (static_cast<long>(o) * n + i) * pixels;
-      float* to = output->data() + (static_cast<long>(i) * out_channels_ + o) * pixels;
-      for (long p = 0; p < pixels; ++p) to[p] = from[p] + bias[o];
+      const float* __restrict from = products_.data() + (static_cast<long>(o) * n + i) * pixels;
+      float* __restrict to = output->data() + (static_cast<long>(i) * out_channels_ + o) * pixels;
+      const float b = bias[o];
+      for (long p = 0; p < pixels; ++p) to[p] = from[p] + b;
+    }
+  }
+}
+
+namespace {
+
+// Copies one row of dOutput (`pixels` floats) to `to` and returns its sum,
+// taken in pixel order as the plain loop did.
+float CopyAndSumRow(const float* from, long pixels, float* to) {
+  float sum = 0.0f;
+  for (long p = 0; p < pixels; ++p) {
+    to[p] = from[p];
+    sum += from[p];
+  }
+  return sum;
+}
+
+#if defined(__SSE2__)
+// Four rows at once: a 4x4 block is loaded row-wise (and stored as is), then
+// transposed so that one vector addition advances all four sums by one
+// pixel, in the same order as four separate scalar sums.
+void CopyAndSumFourRows(const float* from, long pixels, float* to, long to_stride, float* sums) {
+  const float* r0 = from;
+  const float* r1 = from + pixels;
+  const float* r2 = from + 2 * pixels;
+  const float* r3 = from + 3 * pixels;
+  __m128 total = _mm_setzero_ps();
+  long p = 0;
+  for (; p + 4 <= pixels; p += 4) {
+    __m128 a = _mm_loadu_ps(r0 + p), b = _mm_loadu_ps(r1 + p), c = _mm_loadu_ps(r2 + p), d = _mm_loadu_ps(r3 + p);
+    _mm_storeu_ps(to + p, a);
+    _mm_storeu_ps(to + to_stride + p, b);
+    _mm_storeu_ps(to + 2 * to_stride + p, c);
+    _mm_storeu_ps(to + 3 * to_stride + p, d);
+    _MM_TRANSPOSE4_PS(a, b, c, d);  // a = pixel p of the four rows, b = pixel p + 1, ...
+    total = _mm_add_ps(total, a);
+    total = _mm_add_ps(total, b);
+    total = _mm_add_ps(total, c);
+    total = _mm_add_ps(total, d);
+  }
+  _mm_storeu_ps(sums, total);
+  for (int lane = 0; lane < 4; ++lane) {
+    const float* row = from + lane * pixels;
+    float* out = to + lane * to_stride;
+    for (long q = p; q < pixels; ++q) {
+      out[q] = row[q];
+      sums[lane] += row[q];
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void Conv2d::GatherOutputGrads(const Tensor& output_grad, int n, long pixels, float* bias_grad) {
+  products_.resize(static_cast<size_t>(out_channels_) * n * pixels);
+  const long channel_stride = static_cast<long>(n) * pixels;  // in products_
+  for (int i = 0; i < n; ++i) {
+    const float* image_grad = output_grad.data() + static_cast<long>(i) * out_channels_ * pixels;
+    float* regrouped = products_.data() + static_cast<long>(i) * pixels;
+    int o = 0;
+#if defined(__SSE2__)
+    for (; o + 4 <= out_channels_; o += 4) {
+      float sums[4];
+      CopyAndSumFourRows(image_grad + o * pixels, pixels, regrouped + o * channel_stride, channel_stride, sums);
+      for (int lane = 0; lane < 4; ++lane) bias_grad[o + lane] += sums[lane];
+    }
+#endif
+    for (; o < out_channels_; ++o) {
+      bias_grad[o] += CopyAndSumRow(image_grad + o * pixels, pixels, regrouped + o * channel_stride);
     }
   }
 }
@@ -76,33 +151,23 @@ void Conv2d::Backward(const Tensor& input, const Tensor& /*output*/, const Tenso
   const int n = input.shape().n;
   const long pixels = static_cast<long>(g.out_height()) * g.out_width();
   const long row_stride = pixels * n;
-  // Regroup dOutput as [channel][image][pixel] (products_ is free now) and
-  // sum it per channel for the bias.
-  products_.resize(static_cast<size_t>(out_channels_) * row_stride);
   float* bias_grad = gradients_ + static_cast<size_t>(out_channels_) * g.patch_size();
-  for (int i = 0; i < n; ++i) {
-    for (int o = 0; o < out_channels_; ++o) {
-      const float* from = output_grad.data() + (static_cast<long>(i) * out_channels_ + o) * pixels;
-      float* to = products_.data() + (static_cast<long>(o) * n + i) * pixels;
-      float sum = 0.0f;
-      for (long p = 0; p < pixels; ++p) {
-        to[p] = from[p];
-        sum += from[p];
-      }
-      bias_grad[o] += sum;
-    }
-  }
-  Unfold(input, g);  // recomputed rather than kept: halves the memory of a step
+  GatherOutputGrads(output_grad, n, pixels, bias_grad);
+  // columns_ still holds this input's patches from Forward (the Layer
+  // contract: Backward follows the Forward of the same input).
   // dW += dY * columns^T
   Gemm(Transpose::kNo, Transpose::kYes, out_channels_, g.patch_size(), static_cast<int>(row_stride), 1.0f,
        products_.data(), columns_.data(), 1.0f, gradients_);
+  if (input_grad == nullptr) return;
   // dColumns = W^T * dY, then fold back into the images.
+  column_grads_.resize(static_cast<size_t>(g.patch_size()) * row_stride);
   Gemm(Transpose::kYes, Transpose::kNo, g.patch_size(), static_cast<int>(row_stride), out_channels_, 1.0f,
-       weights_, products_.data(), 0.0f, columns_.data());
+       weights_, products_.data(), 0.0f, column_grads_.data());
   input_grad->Resize(input.shape());
   input_grad->Zero();
   for (int i = 0; i < n; ++i) {
-    Col2ImAdd(columns_.data() + i * pixels, g, row_stride, input_grad->data() + i * input.shape().sample_size());
+    Col2ImAdd(column_grads_.data() + i * pixels, g, row_stride,
+              input_grad->data() + i * input.shape().sample_size());
   }
 }
 

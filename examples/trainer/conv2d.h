@@ -27,6 +27,9 @@ class Conv2d : public Layer {
   ConvGeometry GeometryFor(const Shape& input) const;
   // Fills columns_ with the patches of every image of `input`.
   void Unfold(const Tensor& input, const ConvGeometry& g);
+  // Adds dOutput's per-channel sums into the bias gradient and regroups
+  // dOutput as [channel][image][pixel] into products_ (free after Forward).
+  void GatherOutputGrads(const Tensor& output_grad, int n, long pixels, float* bias_grad);
 
   int in_channels_;
   int out_channels_;
@@ -35,8 +38,11 @@ class Conv2d : public Layer {
   int pad_;
   float* weights_ = nullptr;  // [out_channels, in_channels * k * k], then bias [out_channels]
   float* gradients_ = nullptr;
-  std::vector<float> columns_;   // [patch_size, n * out_pixels]
-  std::vector<float> products_;  // [out_channels, n * out_pixels]
+  // Every buffer lives across steps (sized on first use, then reused), so a
+  // step allocates and page-faults nothing.
+  std::vector<float> columns_;       // [patch_size, n * out_pixels], Forward's, kept for Backward
+  std::vector<float> products_;      // [out_channels, n * out_pixels]: W * columns, then dOutput
+  std::vector<float> column_grads_;  // dColumns [patch_size, n * out_pixels]
 };
 
 }  // namespace trainer

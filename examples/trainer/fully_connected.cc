@@ -43,6 +43,7 @@ void FullyConnected::Backward(const Tensor& input, const Tensor& /*output*/, con
   for (int i = 0; i < n; ++i) {
     for (int o = 0; o < outputs_; ++o) bias_grad[o] += output_grad[static_cast<size_t>(i) * outputs_ + o];
   }
+  if (input_grad == nullptr) return;
   input_grad->Resize(input.shape());
   Gemm(Transpose::kNo, Transpose::kNo, n, inputs_, outputs_, 1.0f, output_grad.data(), weights_, 0.0f,
        input_grad->data());

@@ -15,6 +15,7 @@ void GlobalAvgPool::Forward(const Tensor& input, Tensor* output) {
 
 void GlobalAvgPool::Backward(const Tensor& input, const Tensor& /*output*/, const Tensor& output_grad,
                              Tensor* input_grad) {
+  if (input_grad == nullptr) return;
   const Shape in = input.shape();
   input_grad->Resize(in);
   const long area = static_cast<long>(in.h) * in.w;

@@ -31,7 +31,9 @@ class Layer {
   virtual void Forward(const Tensor& input, Tensor* output) = 0;
   // Given the forward's input and output and dLoss/dOutput, ADDS the
   // parameter gradients into the bound slice and writes dLoss/dInput
-  // (resized here).
+  // (resized here) unless `input_grad` is null (the first layer's: nobody
+  // reads it). Backward follows the Forward of the same input: a layer may
+  // keep what it needs from that Forward.
   virtual void Backward(const Tensor& input, const Tensor& output, const Tensor& output_grad,
                         Tensor* input_grad) = 0;
 };

@@ -2,6 +2,7 @@
 // trailing rows/columns that do not fill a window are dropped).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "examples/trainer/layer.h"
@@ -20,7 +21,8 @@ class MaxPool : public Layer {
 
  private:
   int window_;
-  std::vector<long> argmax_;  // input index of each output's maximum (from Forward)
+  // Per output, the tap dy * window + dx of its maximum (from Forward).
+  std::vector<int32_t> argmax_taps_;
 };
 
 }  // namespace trainer

@@ -41,9 +41,9 @@ LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t
   const Tensor* output_grad = &logits_grad_;
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor& layer_input = i == 0 ? input : activations_[i - 1];
-    // The first layer's input gradient is not needed, but computing it
-    // keeps every layer on one path (and costs one small GEMM).
-    layers_[i]->Backward(layer_input, activations_[i], *output_grad, &activation_grads_[i]);
+    // Nobody reads the first layer's input gradient: it is not computed.
+    Tensor* input_grad = i == 0 ? nullptr : &activation_grads_[i];
+    layers_[i]->Backward(layer_input, activations_[i], *output_grad, input_grad);
     output_grad = &activation_grads_[i];
     if (gradients_ready && layers_[i]->ParameterCount() > 0) gradients_ready(parameter_offsets_[i]);
   }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "examples/trainer/conv2d.h"
@@ -78,6 +81,93 @@ TEST(TrainerIm2Col, UnfoldsPaddedPatches) {
   EXPECT_EQ(back, (std::vector<float>{4, 4, 4, 4}));
 }
 
+// The plain loops Im2Col/Col2ImAdd must reproduce bit for bit: a bounds test
+// per tap, additions in (c, ky, kx, oy, ox) order.
+void ReferenceIm2Col(const float* image, const ConvGeometry& g, float* columns, long row_stride) {
+  for (int c = 0; c < g.channels; ++c) {
+    for (int ky = 0; ky < g.kernel; ++ky) {
+      for (int kx = 0; kx < g.kernel; ++kx) {
+        float* row = columns + ((static_cast<long>(c) * g.kernel + ky) * g.kernel + kx) * row_stride;
+        for (int oy = 0; oy < g.out_height(); ++oy) {
+          for (int ox = 0; ox < g.out_width(); ++ox) {
+            const int y = oy * g.stride - g.pad + ky, x = ox * g.stride - g.pad + kx;
+            const bool inside = y >= 0 && y < g.height && x >= 0 && x < g.width;
+            row[oy * g.out_width() + ox] = inside ? image[(static_cast<long>(c) * g.height + y) * g.width + x] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+void ReferenceCol2ImAdd(const float* columns, const ConvGeometry& g, long row_stride, float* image) {
+  for (int c = 0; c < g.channels; ++c) {
+    for (int ky = 0; ky < g.kernel; ++ky) {
+      for (int kx = 0; kx < g.kernel; ++kx) {
+        const float* row = columns + ((static_cast<long>(c) * g.kernel + ky) * g.kernel + kx) * row_stride;
+        for (int oy = 0; oy < g.out_height(); ++oy) {
+          for (int ox = 0; ox < g.out_width(); ++ox) {
+            const int y = oy * g.stride - g.pad + ky, x = ox * g.stride - g.pad + kx;
+            if (y >= 0 && y < g.height && x >= 0 && x < g.width) {
+              image[(static_cast<long>(c) * g.height + y) * g.width + x] += row[oy * g.out_width() + ox];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+std::vector<float> RandomFloats(size_t count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(count);
+  // Mixed magnitudes make any change in the order of additions visible.
+  for (float& x : v) x = static_cast<float>((rng.Uniform() - 0.5) * (rng.Uniform() < 0.5 ? 1e-3 : 1e3));
+  return v;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(TrainerIm2Col, MatchesPlainLoopsBitForBitOnOddShapes) {
+  int cases = 0;
+  for (int channels : {1, 3}) {
+    for (int kernel : {1, 3, 5}) {
+      for (int stride : {1, 2, 3}) {
+        for (int pad : {0, 1, 2, 3}) {
+          for (auto [height, width] : {std::pair{5, 7}, std::pair{8, 3}, std::pair{3, 11}, std::pair{1, 1}}) {
+            const ConvGeometry g{channels, height, width, kernel, stride, pad};
+            if (height + 2 * pad < kernel || width + 2 * pad < kernel) continue;  // no whole window
+            ++cases;
+            SCOPED_TRACE(testing::Message() << "c" << channels << " " << height << "x" << width << " k" << kernel
+                                            << " s" << stride << " p" << pad);
+            const long pixels = static_cast<long>(g.out_height()) * g.out_width();
+            // The image sits at column offset 1 of rows 2 * pixels + 3 wide, as
+            // the second image of a batch would; the rest must stay untouched.
+            const long row_stride = 2 * pixels + 3;
+            const size_t column_floats = static_cast<size_t>(g.patch_size()) * row_stride;
+            const std::vector<float> image =
+                RandomFloats(static_cast<size_t>(channels) * height * width, 100 + cases);
+            std::vector<float> expected(column_floats, -7.0f), actual(column_floats, -7.0f);
+            ReferenceIm2Col(image.data(), g, expected.data() + 1, row_stride);
+            Im2Col(image.data(), g, actual.data() + 1, row_stride);
+            EXPECT_TRUE(SameBits(actual, expected));
+
+            const std::vector<float> columns = RandomFloats(column_floats, 200 + cases);
+            std::vector<float> expected_image = RandomFloats(image.size(), 300 + cases);
+            std::vector<float> actual_image = expected_image;
+            ReferenceCol2ImAdd(columns.data() + 1, g, row_stride, expected_image.data());
+            Col2ImAdd(columns.data() + 1, g, row_stride, actual_image.data());
+            EXPECT_TRUE(SameBits(actual_image, expected_image));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 258);
+}
+
 TEST(TrainerConv2d, KnownOutput) {
   Bound<Conv2d> conv(1, 1, 1, 2);
   std::fill(conv.weights.begin(), conv.weights.end(), 1.0f);  // 2x2 ones, bias 1
@@ -131,6 +221,97 @@ TEST(TrainerMaxPool, KnownOutputAndGradients) {
   EXPECT_EQ(output.shape(), (Shape{2, 2, 2, 2}));
   EXPECT_EQ(output[0], std::max({input[0], input[1], input[5], input[6]}));
   CheckLayerGradients(pool, input, nullptr, nullptr, 17);
+}
+
+TEST(TrainerMaxPool, TiesGoToTheFirstTapAndNaNNeverWins) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  MaxPool pool(2);
+  // Five 2x2 windows side by side: four take the vector path, one the scalar.
+  Tensor input(Shape{1, 1, 2, 10});
+  const float top[10] = {1, 1, 0, 2, nan, 5, 1, nan, -0.0f, 0.0f};
+  const float bottom[10] = {1, 1, 2, 2, 6, 7, 3, 2, 0.0f, -1};
+  std::copy(top, top + 10, input.data());
+  std::copy(bottom, bottom + 10, input.data() + 10);
+  Tensor output;
+  pool.Forward(input, &output);
+  EXPECT_EQ(output[0], 1.0f);
+  EXPECT_EQ(output[1], 2.0f);
+  EXPECT_TRUE(std::isnan(output[2]));  // a NaN first stays: nothing compares greater
+  EXPECT_EQ(output[3], 3.0f);          // a NaN later is skipped
+  EXPECT_TRUE(std::signbit(output[4]));  // -0 first, +0 is not greater
+  Tensor output_grad(output.shape());
+  const float grads[5] = {10, 20, 30, 40, -0.0f};
+  std::copy(grads, grads + 5, output_grad.data());
+  Tensor input_grad;
+  pool.Backward(input, output, output_grad, &input_grad);
+  std::vector<float> expected(20, 0.0f);
+  expected[0] = 10;       // the first of four equal values
+  expected[3] = 20;       // the first 2 of window 1
+  expected[4] = 30;       // the NaN's tap
+  expected[10 + 6] = 40;  // the 3 below the NaN
+  EXPECT_EQ(std::vector<float>(input_grad.data(), input_grad.data() + 20), expected);
+  EXPECT_FALSE(std::signbit(input_grad[8]));  // 0 + (-0) is +0
+
+  // Any other window takes the general path with the same rules.
+  MaxPool pool3(3);
+  Tensor input3(Shape{1, 1, 3, 7});  // the seventh column is dropped
+  std::fill(input3.data(), input3.data() + input3.size(), 2.0f);
+  input3[3] = nan;
+  input3[2 * 7 + 5] = 4.0f;
+  pool3.Forward(input3, &output);
+  EXPECT_EQ(output[0], 2.0f);
+  EXPECT_TRUE(std::isnan(output[1]));
+  input3[3] = 1.0f;
+  pool3.Forward(input3, &output);
+  EXPECT_EQ(output[1], 4.0f);
+  Tensor grad3(output.shape());
+  grad3[0] = 1;
+  grad3[1] = 2;
+  pool3.Backward(input3, output, grad3, &input_grad);
+  std::vector<float> expected3(21, 0.0f);
+  expected3[0] = 1;
+  expected3[2 * 7 + 5] = 2;
+  EXPECT_EQ(std::vector<float>(input_grad.data(), input_grad.data() + 21), expected3);
+}
+
+TEST(TrainerRelu, NaNAndSignedZeroGiveZero) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Relu relu;
+  Tensor input(Shape{1, 1, 1, 5});
+  const float values[5] = {nan, -0.0f, 0.0f, -1.0f, 2.0f};
+  std::copy(values, values + 5, input.data());
+  Tensor output;
+  relu.Forward(input, &output);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(output[i], 0.0f);
+    EXPECT_FALSE(std::signbit(output[i]));
+  }
+  EXPECT_EQ(output[4], 2.0f);
+  Tensor output_grad(input.shape());
+  std::fill(output_grad.data(), output_grad.data() + 5, nan);
+  Tensor input_grad;
+  relu.Backward(input, output, output_grad, &input_grad);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(input_grad[i], 0.0f);
+  EXPECT_TRUE(std::isnan(input_grad[4]));  // passed through where the input was positive
+}
+
+TEST(TrainerLayers, NoInputGradientLeavesTheParameterGradientsUnchanged) {
+  // The model passes no input_grad to its first layer.
+  Bound<Conv2d> conv(30, 3, 4, 3, 2, 1);
+  Bound<FullyConnected> fc(31, 75, 5);
+  const Tensor input = RandomTensor(Shape{2, 3, 5, 5}, 32);
+  auto parameter_grads = [&input](Layer& layer, std::vector<float>& gradients, bool want_input_grad) {
+    Tensor output, input_grad;
+    layer.Forward(input, &output);
+    const Tensor probe = RandomTensor(output.shape(), 33);
+    std::fill(gradients.begin(), gradients.end(), 0.0f);
+    layer.Backward(input, output, probe, want_input_grad ? &input_grad : nullptr);
+    return gradients;
+  };
+  EXPECT_TRUE(SameBits(parameter_grads(conv.layer, conv.gradients, false),
+                       parameter_grads(conv.layer, conv.gradients, true)));
+  EXPECT_TRUE(SameBits(parameter_grads(fc.layer, fc.gradients, false),
+                       parameter_grads(fc.layer, fc.gradients, true)));
 }
 
 TEST(TrainerGlobalAvgPool, KnownOutputAndGradients) {
