@@ -3,7 +3,16 @@
 // the averaged gradient of step t-1, so the AllReduce of step t runs while
 // step t+1 computes. The first pipelined step applies nothing. Every rank
 // applies the same averaged gradient, so weights stay identical.
+//
+// Steps alternate between two streams, and step t enqueues its AllReduce
+// before it waits for step t-1's: the communicator runs calls in issue order,
+// so step t's starts the moment step t-1's ends, without waiting for this
+// thread to wake up, apply the update and enqueue (on cores shared with
+// computing threads that wake-up alone can take a scheduler slice, with the
+// link idle). Each stream has its own buffer and fp16 state, so the two
+// calls in flight share nothing.
 #include <algorithm>
+#include <array>
 
 #include "examples/trainer/step_exchange.h"
 
@@ -16,19 +25,23 @@ class PipeSgdExchange : public StepExchange {
       : comm_(comm), sync_(sync), warmup_(warmup), optimizer_(std::move(optimizer)) {}
 
   ~PipeSgdExchange() override {
-    (void)chorusStreamSynchronize(stream_.get());  // the state must be idle before it is freed
-    (void)chorusCompressStateDestroy(fp16_);
+    for (Lane& lane : lanes_) {
+      (void)chorusStreamSynchronize(lane.stream.get());  // the state must be idle before it is freed
+      (void)chorusCompressStateDestroy(lane.fp16);
+    }
   }
 
   chorus::Status Init(bool fp16_wire, size_t count) {
-    in_flight_.resize(count);
-    ready_.resize(count);
-    if (fp16_wire) {
-      CHORUS_RETURN_IF_ERROR(CheckChorus(
-          chorusCompressStateCreate(&fp16_, chorusCompressFp16, count, chorusFloat32, comm_), comm_,
-          "chorusCompressStateCreate"));
+    for (Lane& lane : lanes_) {
+      lane.gradient.resize(count);
+      if (fp16_wire) {
+        CHORUS_RETURN_IF_ERROR(CheckChorus(
+            chorusCompressStateCreate(&lane.fp16, chorusCompressFp16, count, chorusFloat32, comm_), comm_,
+            "chorusCompressStateCreate"));
+      }
+      CHORUS_RETURN_IF_ERROR(lane.stream.Create());
     }
-    return stream_.Create();
+    return chorus::Status::Ok();
   }
 
   chorus::Status Update(int step, std::vector<float>& weights, std::vector<float>& gradients, float lr) override {
@@ -40,59 +53,66 @@ class PipeSgdExchange : public StepExchange {
       optimizer_->Step(weights, gradients, lr);
       return chorus::Status::Ok();
     }
-    const bool have_previous = pending_;
-    if (pending_) {
-      CHORUS_RETURN_IF_ERROR(WaitForInFlight());
-      in_flight_.swap(ready_);
-    }
-    std::copy(gradients.begin(), gradients.end(), in_flight_.begin());
-    float* data = in_flight_.data();
+    // This lane's previous call (step t-2) was waited for at step t-1.
+    Lane& mine = lanes_[step % 2];
+    std::copy(gradients.begin(), gradients.end(), mine.gradient.begin());
+    float* data = mine.gradient.data();
+    const size_t count = mine.gradient.size();
     const chorusResult_t result =
-        fp16_ != nullptr
-            ? chorusAllReduceCompressed(data, data, in_flight_.size(), chorusFloat32, fp16_, comm_, stream_.get())
-            : chorusAllReduce(data, data, in_flight_.size(), chorusFloat32, chorusSum, comm_, stream_.get());
+        mine.fp16 != nullptr
+            ? chorusAllReduceCompressed(data, data, count, chorusFloat32, mine.fp16, comm_, mine.stream.get())
+            : chorusAllReduce(data, data, count, chorusFloat32, chorusSum, comm_, mine.stream.get());
     CHORUS_RETURN_IF_ERROR(CheckChorus(result, comm_, "pipelined gradient allreduce"));
-    if (fp16_ == nullptr) counters_.gradient_bytes += in_flight_.size() * sizeof(float);  // fp16: in Quiesce
-    pending_ = true;
-    enqueued_ = Clock::now();
-    if (have_previous) {
+    if (mine.fp16 == nullptr) counters_.gradient_bytes += count * sizeof(float);  // fp16: in Quiesce
+    mine.enqueued = Clock::now();
+    mine.waited = false;
+    Lane* previous = pending_;
+    pending_ = &mine;
+    if (previous != nullptr) {
+      CHORUS_RETURN_IF_ERROR(WaitFor(*previous));
       const float inverse = 1.0f / static_cast<float>(sync_->nranks());
-      for (float& g : ready_) g *= inverse;
-      optimizer_->Step(weights, ready_, lr);
+      for (float& g : previous->gradient) g *= inverse;
+      optimizer_->Step(weights, previous->gradient, lr);
     }
     return chorus::Status::Ok();
   }
 
-  // The last gradient stays in in_flight_ and is applied by the next step.
+  // The last gradient stays in its lane and is applied by the next step.
   chorus::Status Quiesce() override {
     chorus::Status status = chorus::Status::Ok();
-    if (pending_ && !waited_) {
-      status = WaitForInFlight();
-      waited_ = true;
-    }
-    if (fp16_ != nullptr) {
+    if (pending_ != nullptr && !pending_->waited) status = WaitFor(*pending_);
+    for (Lane& lane : lanes_) {
+      if (lane.fp16 == nullptr) continue;
       unsigned long long wire = 0, uncompressed = 0;
-      (void)chorusCompressStateGetBytes(fp16_, &wire, &uncompressed);
-      counters_.wire_bytes += wire - reported_wire_;
-      counters_.gradient_bytes += wire - reported_wire_;
-      counters_.uncompressed_bytes += uncompressed - reported_uncompressed_;
-      reported_wire_ = wire;
-      reported_uncompressed_ = uncompressed;
+      (void)chorusCompressStateGetBytes(lane.fp16, &wire, &uncompressed);
+      counters_.wire_bytes += wire - lane.reported_wire;
+      counters_.gradient_bytes += wire - lane.reported_wire;
+      counters_.uncompressed_bytes += uncompressed - lane.reported_uncompressed;
+      lane.reported_wire = wire;
+      lane.reported_uncompressed = uncompressed;
     }
     return status;
   }
 
  private:
-  chorus::Status WaitForInFlight() {
-    if (waited_) {  // Quiesce already waited for it
-      waited_ = false;
-      return chorus::Status::Ok();
-    }
+  // One stream with the gradient it is summing.
+  struct Lane {
+    HostStream stream;
+    chorusCompressState_t fp16 = nullptr;
+    std::vector<float> gradient;
+    Clock::time_point enqueued;
+    bool waited = false;  // its newest call is known complete
+    unsigned long long reported_wire = 0, reported_uncompressed = 0;
+  };
+
+  chorus::Status WaitFor(Lane& lane) {
+    if (lane.waited) return chorus::Status::Ok();  // Quiesce already waited for it
     const Clock::time_point start = Clock::now();
-    chorus::Status status = CheckChorus(chorusStreamSynchronize(stream_.get()), comm_, "pipelined allreduce");
+    chorus::Status status = CheckChorus(chorusStreamSynchronize(lane.stream.get()), comm_, "pipelined allreduce");
     const double waited = SecondsSince(start);
     counters_.blocking_seconds += waited;
-    counters_.hidden_seconds += std::max(0.0, SecondsSince(enqueued_) - waited);
+    counters_.hidden_seconds += std::max(0.0, SecondsSince(lane.enqueued) - waited);
+    lane.waited = true;
     return status;
   }
 
@@ -100,14 +120,8 @@ class PipeSgdExchange : public StepExchange {
   GradientSync* sync_;
   int warmup_;
   std::unique_ptr<Optimizer> optimizer_;
-  HostStream stream_;
-  chorusCompressState_t fp16_ = nullptr;
-  std::vector<float> in_flight_;  // this step's gradient, being summed
-  std::vector<float> ready_;      // the previous step's sum
-  bool pending_ = false;          // in_flight_ holds an enqueued AllReduce
-  bool waited_ = false;           // ... which has already completed
-  Clock::time_point enqueued_;
-  unsigned long long reported_wire_ = 0, reported_uncompressed_ = 0;
+  std::array<Lane, 2> lanes_;
+  Lane* pending_ = nullptr;  // the lane of the newest enqueued AllReduce, not yet applied
 };
 
 }  // namespace
