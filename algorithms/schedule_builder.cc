@@ -79,6 +79,17 @@ int64_t ScheduleBuilder::RecvReduce(int peer, BufferRange src, BufferRange dst, 
   return Append(std::move(step), {src}, true);
 }
 
+void ScheduleBuilder::After(int64_t step, int64_t earlier) {
+  if (step == kNoStep || earlier == kNoStep) return;
+  if (earlier >= step) {
+    if (status_.ok()) status_ = InternalError("step ", step, " cannot wait for step ", earlier, ", which is not earlier");
+    return;
+  }
+  std::vector<uint32_t>& deps = schedule_->steps[static_cast<size_t>(step)].deps;
+  const auto at = std::lower_bound(deps.begin(), deps.end(), static_cast<uint32_t>(earlier));
+  if (at == deps.end() || *at != static_cast<uint32_t>(earlier)) deps.insert(at, static_cast<uint32_t>(earlier));
+}
+
 void ScheduleBuilder::Pace(int64_t step) {
   if (step == kNoStep) return;
   Step& marked = schedule_->steps[static_cast<size_t>(step)];

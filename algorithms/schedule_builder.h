@@ -38,6 +38,11 @@ class ScheduleBuilder {
   int64_t RecvReduce(int peer, BufferRange src, BufferRange dst, size_t bytes);
   int64_t Copy(BufferRange src, BufferRange dst, size_t bytes);
   int64_t Reduce(BufferRange src, BufferRange src2, BufferRange dst, size_t bytes);
+  // Makes `step` also wait for `earlier` (both as returned above; kNoStep is
+  // ignored): an ordering-only dependency that no byte range implies, e.g. to
+  // keep a receive from reading its peer before an earlier receive is done.
+  // Rule 1 of schedule.h applies as to any dependency.
+  void After(int64_t step, int64_t earlier);
   // Marks receive `step` (as returned above; kNoStep is ignored) paced:
   // schedule.h rule 5. The caller vouches that the rule's condition holds.
   void Pace(int64_t step);

@@ -6,6 +6,13 @@
 // two below p and r = p - p', the first 2r ranks fold in pairs first (even
 // rank 2i hands its vector to 2i+1 and sits out), and the odd ranks hand the
 // result back at the end.
+//
+// Each receive after the first waits for the receive before it. An
+// allgather receive's destination is free from the start, so nothing else
+// stops the executor from reading a partner that is ahead while this rank
+// still waits for the current step's late partner; both would then share
+// this rank's link, and the late message, which every later step waits for,
+// would slow down (docs/algorithms.md, "hd at 8 hosts, 64 MiB").
 #include "algorithms/builders.h"
 #include "algorithms/schedule_builder.h"
 #include "algorithms/segments.h"
@@ -31,8 +38,13 @@ Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out) 
     return builder.Finish();
   }
   bool reduced_in_recv = false;  // where our running partial sum lives
+  int64_t last_receive = ScheduleBuilder::kNoStep;
+  auto in_order = [&](int64_t receive) {
+    builder.After(receive, last_receive);
+    if (receive != ScheduleBuilder::kNoStep) last_receive = receive;
+  };
   if (rank < 2 * folded) {
-    builder.RecvReduce(rank - 1, send_all, recv_all, bytes);
+    in_order(builder.RecvReduce(rank - 1, send_all, recv_all, bytes));
     reduced_in_recv = true;
   }
   const int vrank = rank < 2 * folded ? rank / 2 : rank - folded;
@@ -62,7 +74,7 @@ Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out) 
     }
     const BufferId source = reduced_in_recv ? BufferId::kRecv : BufferId::kSend;
     builder.Send(partner, range_of(send_lo, source), bytes_of(send_lo, send_hi));
-    builder.RecvReduce(partner, range_of(lo, source), range_of(lo, BufferId::kRecv), bytes_of(lo, hi));
+    in_order(builder.RecvReduce(partner, range_of(lo, source), range_of(lo, BufferId::kRecv), bytes_of(lo, hi)));
     reduced_in_recv = true;
   }
   // Allgather by recursive doubling: swap windows, doubling ours each time.
@@ -71,7 +83,7 @@ Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out) 
     const int width = hi - lo;
     const int other_lo = (vrank & mask) == 0 ? hi : lo - width;
     builder.Send(partner, range_of(lo, BufferId::kRecv), bytes_of(lo, hi));
-    builder.Recv(partner, range_of(other_lo, BufferId::kRecv), bytes_of(other_lo, other_lo + width));
+    in_order(builder.Recv(partner, range_of(other_lo, BufferId::kRecv), bytes_of(other_lo, other_lo + width)));
     lo = lo < other_lo ? lo : other_lo;
     hi = lo + 2 * width;
   }

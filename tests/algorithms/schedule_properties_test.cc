@@ -2,6 +2,7 @@
 // beyond 2^31 elements, trivial cases, and the pipelining the executor needs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -250,6 +251,41 @@ TEST(ScheduleProperties, OnlyFanInReceivesArePaced) {
   EXPECT_EQ(builder.Finish().code(), chorusInternalError);
   EXPECT_NE(DescribeSchedule(schedule).find("recvreduce peer=1 src=send+0 dst=recv+0 bytes=16 paced"), std::string::npos)
       << DescribeSchedule(schedule);
+}
+
+// hd's receives wait for each other in step order (an allgather receive
+// would otherwise read a partner that is ahead while the current step's
+// partner is late), and After() adds ordering-only dependencies in order,
+// once, and only on earlier steps.
+TEST(ScheduleProperties, HalvingDoublingReceivesRunInStepOrder) {
+  for (int p = 2; p <= 12; ++p) {
+    for (const Schedule& schedule : BuildAll(RankArgs(Collective::kAllReduce, p, 0, 1000, chorusInt32),
+                                             Algorithm::kHalvingDoubling)) {
+      int64_t previous = -1;
+      for (size_t i = 0; i < schedule.steps.size(); ++i) {
+        const Step& step = schedule.steps[i];
+        if (step.kind != StepKind::kRecv && step.kind != StepKind::kRecvReduce) continue;
+        if (previous >= 0) {
+          EXPECT_TRUE(std::find(step.deps.begin(), step.deps.end(), static_cast<uint32_t>(previous)) != step.deps.end())
+              << "p=" << p << " step " << i << " does not wait for receive " << previous << "\n"
+              << DescribeSchedule(schedule);
+        }
+        EXPECT_TRUE(std::is_sorted(step.deps.begin(), step.deps.end()));
+        previous = static_cast<int64_t>(i);
+      }
+    }
+  }
+  Schedule schedule;
+  ScheduleBuilder builder(RankArgs(Collective::kAllReduce, 3, 0, 8, chorusInt32), "test", &schedule);
+  const int64_t first = builder.Recv(1, BufferRange{BufferId::kRecv, 0}, 16);
+  const int64_t second = builder.Recv(2, BufferRange{BufferId::kRecv, 16}, 16);
+  builder.After(second, first);
+  builder.After(second, first);
+  builder.After(second, ScheduleBuilder::kNoStep);
+  ASSERT_TRUE(builder.Finish().ok());
+  EXPECT_EQ(schedule.steps[second].deps, std::vector<uint32_t>{static_cast<uint32_t>(first)});
+  builder.After(first, second);
+  EXPECT_EQ(builder.Finish().code(), chorusInternalError);
 }
 
 }  // namespace
