@@ -24,10 +24,13 @@ per cell:
 
   sudo perf/validate/validate_sim.py --build build [--hosts 2,4,8]
       [--algos ring,tree,hd,ps] [--sizes 1M,64M] [--rate 1gbit] [--json out.json]
-      [--physical-cores N] [--fanin-probe] [--socket-rcvbuf BYTES]
+      [--physical-cores N] [--fanin-probe] [--socket-rcvbuf BYTES] [--tcp-cc NAME]
 
 --socket-rcvbuf exports CHORUS_SOCKET_RCVBUF=BYTES (e.g. 1M) to every rank of
 every run, calibration included (default: unset, the kernel autotunes).
+--tcp-cc sets the emulated hosts' TCP congestion control (default: the
+machine's). The reference sweep uses --socket-rcvbuf 1M --tcp-cc reno: BBR's
+pacing misjudges the emulated links (docs/algorithms.md, "hd at 8 hosts, 1 MiB").
 
 --fanin-probe first checks the emulated network alone at every host count:
 perf/cluster/fanin_probe.py --reverse --pipeline (plain sockets, no Chorus;
@@ -101,6 +104,9 @@ class Runner:
         env = dict(os.environ)
         if self.args.socket_rcvbuf is not None:
             env["CHORUS_SOCKET_RCVBUF"] = self.args.socket_rcvbuf  # cluster.sh passes the environment on
+        if self.args.tcp_cc:  # cluster.sh sets CLUSTER_SYSCTLS in every host's namespace
+            setting = f"net.ipv4.tcp_congestion_control={self.args.tcp_cc}"
+            env["CLUSTER_SYSCTLS"] = " ".join(filter(None, [env.get("CLUSTER_SYSCTLS", ""), setting]))
         env.update(env_extra or {})
         try:
             proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -233,9 +239,14 @@ def main():
                         help="cores the emulated hosts share (default: this machine's; 0: a core per host)")
     parser.add_argument("--socket-rcvbuf", metavar="BYTES",
                         help="export CHORUS_SOCKET_RCVBUF=BYTES to every rank (default: unset, kernel autotuning)")
+    parser.add_argument("--tcp-cc", metavar="NAME",
+                        help="TCP congestion control inside the emulated hosts, e.g. reno (default: the machine's); "
+                             "docs/algorithms.md, 'hd at 8 hosts, 1 MiB'")
     args = parser.parse_args()
     if args.socket_rcvbuf is not None and not re.fullmatch(r"\d+[KkMmGg]?[Bb]?", args.socket_rcvbuf):
         parser.error(f"--socket-rcvbuf: '{args.socket_rcvbuf}' is not a size (bytes, K/M/G suffixes)")
+    if args.tcp_cc is not None and not re.fullmatch(r"[a-z0-9_]+", args.tcp_cc):
+        parser.error(f"--tcp-cc: '{args.tcp_cc}' is not a congestion control name (e.g. reno, bbr)")
     if os.geteuid() != 0:
         print("validate_sim: needs root for perf/cluster/cluster.sh; skipping", file=sys.stderr)
         return 77
@@ -253,7 +264,8 @@ def main():
               f"{model['host_cpu_s_per_byte'] * 1e9:.3f} ns per cross-host byte and end (CPU "
               f"{model['cpu_probe_s'][0]:.2f} s - {model['cpu_probe_s'][1]:.2f} s for 8 x 2 x 64 MiB), "
               f"{model['physical_cores']} physical cores shared"
-              + (f", CHORUS_SOCKET_RCVBUF={args.socket_rcvbuf}" if args.socket_rcvbuf is not None else ""),
+              + (f", CHORUS_SOCKET_RCVBUF={args.socket_rcvbuf}" if args.socket_rcvbuf is not None else "")
+              + (f", TCP congestion control {args.tcp_cc}" if args.tcp_cc else ""),
               flush=True)
         if args.fanin_probe:
             for hosts in hosts_list:
