@@ -27,9 +27,6 @@ Exits non-zero on any socket error; every socket and wait has a timeout.
 """
 import argparse
 import os
-import queue
-import socket
-import struct
 import sys
 import threading
 import time
@@ -38,51 +35,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exchange_probe as xp  # noqa: E402  (same directory)
 
 TIMEOUT_S = xp.TIMEOUT_S
-
-
-def open_socket(rcvbuf):
-    sock = socket.socket()
-    if rcvbuf:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    sock.settimeout(TIMEOUT_S)
-    return sock
-
-
-def connect_mesh(rank, size, lanes, rcvbuf):
-    """conns[peer][lane]; the lower rank connects, the higher one accepts."""
-    conns = [[None] * lanes for _ in range(size)]
-    listener = open_socket(rcvbuf)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("0.0.0.0", xp.PORT))
-    listener.listen(size * lanes)
-    for peer in range(rank + 1, size):
-        for lane in range(lanes):
-            deadline = time.monotonic() + TIMEOUT_S
-            while True:
-                conn = open_socket(rcvbuf)
-                try:
-                    conn.connect((xp.address(peer), xp.PORT))
-                    break
-                except OSError:
-                    conn.close()
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
-            conn.sendall(struct.pack("<ii", rank, lane))
-            conns[peer][lane] = conn
-    for _ in range(rank * lanes):
-        conn, _ = listener.accept()
-        conn.settimeout(TIMEOUT_S)
-        hello = bytearray(8)
-        xp.recv_exact(conn, 8, hello)
-        peer, lane = struct.unpack("<ii", hello)
-        conns[peer][lane] = conn
-    listener.close()
-    for row in conns:
-        for conn in row:
-            if conn is not None:
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return conns
 
 
 def wait(event, what):
@@ -103,36 +55,19 @@ def main():
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if size < 2 or size & (size - 1):
         sys.exit("early_receive_probe: needs a power-of-two number of hosts >= 2")
-    conns = connect_mesh(rank, size, args.lanes, args.rcvbuf)
+    conns = xp.connect_mesh(rank, size, args.lanes, rcvbuf=args.rcvbuf)
     steps = xp.steps_of("hd", rank, size, args.bytes)  # reduce-scatter steps, then allgather in reverse
     levels = len(steps) // 2
     payload = bytearray(min(args.chunk, args.bytes))
-    sent, received = [0] * size, [0] * size
+    received = [0] * size
     errors = []
 
-    def pieces(nbytes):
-        return [min(args.chunk, nbytes - offset) for offset in range(0, nbytes, args.chunk)]
-
     def read_step(peer, nbytes, inbox):
-        for piece in pieces(nbytes):
+        for piece in xp.pieces(nbytes, args.chunk):
             xp.recv_exact(conns[peer][received[peer] % args.lanes], piece, inbox)
             received[peer] += 1
 
-    jobs, sends_done = queue.Queue(), queue.Queue()
-
-    def sender():
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            to, nbytes = job
-            try:
-                for piece in pieces(nbytes):
-                    conns[to][sent[to] % args.lanes].sendall(memoryview(payload)[:piece])
-                    sent[to] += 1
-            except OSError as error:
-                errors.append(error)
-            sends_done.put(True)
+    sender = xp.LaneSender(conns, args.lanes, args.chunk, payload)
 
     def reader(level, go_rs, rs_done, go_ag, ag_done):
         """Reduce-scatter step `level`, then its partner's allgather step."""
@@ -153,7 +88,6 @@ def main():
         if errors:
             raise errors[0]
 
-    threading.Thread(target=sender, daemon=True).start()
     start = None
     for call in range(args.warmup + args.calls):
         if call == args.warmup:
@@ -168,21 +102,20 @@ def main():
         for index, (to, _, nbytes) in enumerate(steps):
             level = index if index < levels else 2 * levels - 1 - index
             go_rs, rs_done, go_ag, ag_done = events[level]
-            jobs.put((to, nbytes))
+            sender.put(to, nbytes)
             if index < levels:
                 go_rs.set()
                 wait(rs_done, f"step {index}")
             else:
                 go_ag.set()
                 wait(ag_done, f"step {index}")
-            if sends_done.get(timeout=TIMEOUT_S) is not True:
-                break
+            sender.done()
             check()
         for thread in readers:
             thread.join(TIMEOUT_S)
         check()
     elapsed = time.monotonic() - start
-    jobs.put(None)
+    sender.stop()
     if rank == 0:
         print(f"early_receive_probe hd hosts {size} bytes {args.bytes} chunk {args.chunk} lanes {args.lanes} "
               f"rcvbuf {args.rcvbuf} receives {args.receives}: {elapsed / args.calls * 1e3:.2f} ms per call "

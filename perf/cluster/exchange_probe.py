@@ -52,6 +52,15 @@ def recv_exact(conn, nbytes, buf):
         left -= got
 
 
+def new_socket(rcvbuf=0):
+    """A TCP socket with a timeout; SO_RCVBUF (if any) set before connect/listen, as Chorus does."""
+    sock = socket.socket()
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(TIMEOUT_S)
+    return sock
+
+
 def configure(conn, cc):
     conn.settimeout(TIMEOUT_S)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -59,22 +68,23 @@ def configure(conn, cc):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
 
 
-def connect_mesh(rank, size, lanes, cc):
+def connect_mesh(rank, size, lanes, cc="", rcvbuf=0):
     """conns[peer][lane]; the lower rank connects, the higher one accepts."""
     conns = [[None] * lanes for _ in range(size)]
-    listener = socket.socket()
+    listener = new_socket(rcvbuf)  # accepted sockets inherit its SO_RCVBUF
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("0.0.0.0", PORT))
     listener.listen(size * lanes)
-    listener.settimeout(TIMEOUT_S)
     for peer in range(rank + 1, size):
         for lane in range(lanes):
             deadline = time.monotonic() + TIMEOUT_S
             while True:
+                conn = new_socket(rcvbuf)
                 try:
-                    conn = socket.create_connection((address(peer), PORT), timeout=TIMEOUT_S)
+                    conn.connect((address(peer), PORT))
                     break
                 except OSError:
+                    conn.close()
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.05)
@@ -83,6 +93,7 @@ def connect_mesh(rank, size, lanes, cc):
             conns[peer][lane] = conn
     for _ in range(rank * lanes):
         conn, _ = listener.accept()
+        conn.settimeout(TIMEOUT_S)
         hello = bytearray(8)
         recv_exact(conn, 8, hello)
         peer, lane = struct.unpack("<ii", hello)
@@ -90,6 +101,50 @@ def connect_mesh(rank, size, lanes, cc):
         conns[peer][lane] = conn
     listener.close()
     return conns
+
+
+def pieces(nbytes, chunk):
+    """Message sizes of a step cut into chunks, as the executor cuts it."""
+    return [min(chunk, nbytes - offset) for offset in range(0, nbytes, chunk)]
+
+
+class LaneSender:
+    """One thread that sends each job's bytes in chunks, the k-th message to a peer on lane k % lanes,
+    so that a step's send overlaps its receive. put() queues a job; done() waits for the oldest one."""
+
+    def __init__(self, conns, lanes, chunk, payload):
+        self.conns, self.lanes, self.chunk, self.payload = conns, lanes, chunk, payload
+        self.sent = [0] * len(conns)
+        self.errors = []
+        self.jobs, self.finished = queue.Queue(), queue.Queue()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            to, nbytes = job
+            try:
+                for piece in pieces(nbytes, self.chunk):
+                    self.conns[to][self.sent[to] % self.lanes].sendall(memoryview(self.payload)[:piece])
+                    self.sent[to] += 1
+            except OSError as error:
+                self.errors.append(error)
+            self.finished.put(True)
+
+    def put(self, to, nbytes):
+        self.jobs.put((to, nbytes))
+
+    def done(self):
+        self.finished.get(timeout=TIMEOUT_S)
+        if self.errors:
+            raise self.errors[0]
+
+    def stop(self):
+        self.jobs.put(None)
+        self.thread.join(TIMEOUT_S)
 
 
 def steps_of(pattern, rank, size, nbytes):
@@ -122,44 +177,20 @@ def main():
     steps = steps_of(args.pattern, rank, size, args.bytes)
     largest = min(args.chunk, max(b for _, _, b in steps))
     payload, inbox = bytearray(largest), bytearray(largest)
-
-    def pieces(nbytes):
-        return [min(args.chunk, nbytes - offset) for offset in range(0, nbytes, args.chunk)]
-
-    sent, received = [0] * size, [0] * size
-    jobs, done, errors = queue.Queue(), queue.Queue(), []
-
-    def sender():  # one thread, so a send overlaps the receive of the same step
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            to, nbytes = job
-            try:
-                for piece in pieces(nbytes):
-                    conns[to][sent[to] % args.lanes].sendall(memoryview(payload)[:piece])
-                    sent[to] += 1
-            except OSError as error:
-                errors.append(error)
-            done.put(True)
-
-    thread = threading.Thread(target=sender, daemon=True)
-    thread.start()
+    received = [0] * size
+    sender = LaneSender(conns, args.lanes, args.chunk, payload)
     start = None
     for call in range(args.warmup + args.calls):
         if call == args.warmup:
             start = time.monotonic()
         for to, frm, nbytes in steps:
-            jobs.put((to, nbytes))
-            for piece in pieces(nbytes):
+            sender.put(to, nbytes)
+            for piece in pieces(nbytes, args.chunk):
                 recv_exact(conns[frm][received[frm] % args.lanes], piece, inbox)
                 received[frm] += 1
-            done.get()
-            if errors:
-                raise errors[0]
+            sender.done()
     elapsed = time.monotonic() - start
-    jobs.put(None)
-    thread.join()
+    sender.stop()
     if rank == 0:
         cc = args.cc or open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
         print(f"exchange_probe {args.pattern} hosts {size} bytes {args.bytes} chunk {args.chunk} lanes {args.lanes} cc {cc}: "

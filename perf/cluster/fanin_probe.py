@@ -25,18 +25,8 @@ PORT = 29500
 TIMEOUT_S = 60
 
 
-def parse_size(text):
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * scale[text[-1].upper()] if text[-1].upper() in scale else int(text)
-
-
-def recv_all(conn, nbytes, buf):
-    view, left = memoryview(buf), nbytes
-    while left > 0:
-        got = conn.recv_into(view[:min(left, len(buf))])
-        if got == 0:
-            raise ConnectionError("peer closed early")
-        left -= got
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from exchange_probe import parse_size, recv_exact  # noqa: E402  (same directory)
 
 
 def send_all(conn, nbytes, buf):
@@ -150,10 +140,10 @@ def sender(args, rank):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    recv_all(conn, 1, bytearray(1))
+    recv_exact(conn, 1, bytearray(1))
     receiver = None
     if args.reverse:
-        receiver = threading.Thread(target=recv_all, args=(conn, args.bytes, bytearray(4 << 20)))
+        receiver = threading.Thread(target=recv_exact, args=(conn, args.bytes, bytearray(4 << 20)))
         receiver.start()
     send_all(conn, args.bytes, bytearray(4 << 20))
     if receiver:
