@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "algorithms/algorithm.h"
 #include "virtual_executor.h"
 
@@ -38,6 +40,18 @@ inline CollectiveArgs RankArgs(Collective coll, int nranks, int rank, size_t cou
   args.count = count;
   args.dtype = dtype;
   return args;
+}
+
+// Every rank's schedule of `algo` for `args` (args.rank is set per rank); a
+// rank that does not build is a test failure and leaves its schedule empty.
+inline std::vector<Schedule> BuildEveryRank(CollectiveArgs args, Algorithm algo) {
+  std::vector<Schedule> schedules(args.nranks);
+  for (int r = 0; r < args.nranks; ++r) {
+    args.rank = r;
+    const Status status = BuildSchedule(args, algo, &schedules[r]);
+    EXPECT_TRUE(status.ok()) << "rank " << r << ": " << status.message();
+  }
+  return schedules;
 }
 
 std::string DescribeCase(const CollectiveCase& c);

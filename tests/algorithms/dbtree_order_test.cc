@@ -13,24 +13,15 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/dbtree/double_binary_tree.h"
+#include "collective_case.h"
 
 namespace chorus::testing {
 namespace {
 
 std::vector<Schedule> BuildAll(int nranks, size_t count, size_t segment_bytes) {
-  std::vector<Schedule> schedules(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    CollectiveArgs args;
-    args.coll = Collective::kAllReduce;
-    args.nranks = nranks;
-    args.rank = r;
-    args.count = count;
-    args.dtype = chorusFloat32;
-    args.segment_bytes = segment_bytes;
-    const Status status = BuildSchedule(args, Algorithm::kDoubleBinaryTree, &schedules[r]);
-    EXPECT_TRUE(status.ok()) << status.message();
-  }
-  return schedules;
+  CollectiveArgs args = RankArgs(Collective::kAllReduce, nranks, 0, count);
+  args.segment_bytes = segment_bytes;
+  return BuildEveryRank(args, Algorithm::kDoubleBinaryTree);
 }
 
 // Steps of `schedule` that send to (or receive from) `peer`, in order.

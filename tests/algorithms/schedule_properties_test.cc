@@ -14,16 +14,6 @@
 namespace chorus::testing {
 namespace {
 
-std::vector<Schedule> BuildAll(CollectiveArgs args, Algorithm algo) {
-  std::vector<Schedule> schedules(args.nranks);
-  for (int r = 0; r < args.nranks; ++r) {
-    args.rank = r;
-    Status status = BuildSchedule(args, algo, &schedules[r]);
-    EXPECT_TRUE(status.ok()) << status.message();
-  }
-  return schedules;
-}
-
 const Collective kAll[] = {Collective::kAllReduce, Collective::kBroadcast,     Collective::kReduce,
                            Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll,
                            Collective::kGather,    Collective::kScatter};
@@ -41,7 +31,7 @@ TEST(ScheduleProperties, HugeCountsStayConsistent) {
         CollectiveArgs args = RankArgs(coll, p, 0, count, chorusFloat64);
         args.root = 2;
         args.in_place = in_place;
-        std::vector<Schedule> schedules = BuildAll(args, algo);
+        std::vector<Schedule> schedules = BuildEveryRank(args, algo);
         std::vector<RankMemory> memory(p);
         for (int r = 0; r < p; ++r) {
           args.rank = r;
@@ -152,7 +142,7 @@ TEST(ScheduleProperties, ChainsAndTreesPipelineEveryDependency) {
         CollectiveArgs args = RankArgs(c.coll, p, 0, 1000 * p + 1);  // uneven segments
         args.root = p / 2;
         args.in_place = in_place;
-        for (const Schedule& schedule : BuildAll(args, c.algo)) {
+        for (const Schedule& schedule : BuildEveryRank(args, c.algo)) {
           for (size_t i = 0; i < schedule.steps.size(); ++i) {
             for (uint32_t dep : schedule.steps[i].deps) {
               EXPECT_EQ(schedule.steps[dep].bytes, schedule.steps[i].bytes)
@@ -230,7 +220,7 @@ TEST(ScheduleProperties, OnlyFanInReceivesArePaced) {
         const bool fan_in = (algo == Algorithm::kTree || algo == Algorithm::kParameterServer) &&
                             (coll == Collective::kAllReduce || coll == Collective::kReduce);
         size_t paced_total = 0;
-        for (const Schedule& schedule : BuildAll(args, algo)) {
+        for (const Schedule& schedule : BuildEveryRank(args, algo)) {
           for (const Step& step : schedule.steps) {
             if (!step.paced) continue;
             ++paced_total;
@@ -259,7 +249,7 @@ TEST(ScheduleProperties, OnlyFanInReceivesArePaced) {
 // once, and only on earlier steps.
 TEST(ScheduleProperties, HalvingDoublingReceivesRunInStepOrder) {
   for (int p = 2; p <= 12; ++p) {
-    for (const Schedule& schedule : BuildAll(RankArgs(Collective::kAllReduce, p, 0, 1000, chorusInt32),
+    for (const Schedule& schedule : BuildEveryRank(RankArgs(Collective::kAllReduce, p, 0, 1000, chorusInt32),
                                              Algorithm::kHalvingDoubling)) {
       int64_t previous = -1;
       for (size_t i = 0; i < schedule.steps.size(); ++i) {
