@@ -163,6 +163,7 @@ class Execution {
   ExecutorOptions options_;
   ExecutionState& s_;
   size_t remaining_ = 0;
+  bool has_paced_ = false;  // some step of this launch is paced
 };
 
 void Execution::Reset() {
@@ -212,6 +213,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       const Step& step = schedule.steps[i];
       StepState& state = s_.states[base + i];
       state.step = &step;
+      has_paced_ |= step.paced;
       state.bound = &bound;
       state.chunk = chunk;
       // A zero-byte step still orders its dependants after its dependencies:
@@ -277,15 +279,20 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
 // Dependants are found from their dependency lists, so a paced step's
 // readers are collected in step order: one pass counts them, a second fills
 // the flat table (no per-step vectors, nothing allocated on a warm launch).
+// Launches without a paced step (most: ring, hd, ...) skip both passes.
 void Execution::FindPacedReaders() {
-  if (options_.pace_chunks == 0) return;
-  for (size_t i = 0; i < s_.states.size(); ++i) {
-    const StepState& state = s_.states[i];
-    for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
-      StepState& before = s_.states[s_.deps[d]];
-      if (before.step->paced && before.OrdersPrefixOf(state)) ++before.nreaders;
+  if (options_.pace_chunks == 0 || !has_paced_) return;
+  // Calls fn(paced step, index of a step that consumes it chunk by chunk).
+  const auto for_each_reader = [this](auto fn) {
+    for (size_t i = 0; i < s_.states.size(); ++i) {
+      const StepState& state = s_.states[i];
+      for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
+        StepState& before = s_.states[s_.deps[d]];
+        if (before.step->paced && before.OrdersPrefixOf(state)) fn(before, static_cast<uint32_t>(i));
+      }
     }
-  }
+  };
+  for_each_reader([](StepState& paced, uint32_t) { ++paced.nreaders; });
   size_t total = 0;
   for (StepState& state : s_.states) {
     state.readers = total;
@@ -293,15 +300,7 @@ void Execution::FindPacedReaders() {
     state.nreaders = 0;
   }
   s_.readers.resize(total);
-  for (size_t i = 0; i < s_.states.size(); ++i) {
-    const StepState& state = s_.states[i];
-    for (size_t d = state.deps; d < state.deps + state.ndeps; ++d) {
-      StepState& before = s_.states[s_.deps[d]];
-      if (before.step->paced && before.OrdersPrefixOf(state)) {
-        s_.readers[before.readers + before.nreaders++] = static_cast<uint32_t>(i);
-      }
-    }
-  }
+  for_each_reader([this](StepState& paced, uint32_t reader) { s_.readers[paced.readers + paced.nreaders++] = reader; });
 }
 
 // Rule 5 of schedule.h: chunk c of a paced receive waits until every step
