@@ -202,14 +202,6 @@ Status Socket::SetNoDelay() const {
   return Status::Ok();
 }
 
-Status Socket::SetBufferSizes(int bytes) const {
-  if (::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0 ||
-      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) != 0) {
-    return ErrnoError(errno, "setsockopt(SO_SNDBUF/SO_RCVBUF)");
-  }
-  return Status::Ok();
-}
-
 Status Socket::SetBuffers(const SocketBuffers& buffers) const {
   if (buffers.receive_bytes > 0 &&
       ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffers.receive_bytes, sizeof(buffers.receive_bytes)) != 0) {

@@ -62,7 +62,6 @@ class Socket {
 
   Status LocalAddress(SocketAddress* address) const;
   Status SetNoDelay() const;
-  Status SetBufferSizes(int bytes) const;
   // The non-zero sizes of `buffers`; before connect()/listen() to take effect
   // on the window scale.
   Status SetBuffers(const SocketBuffers& buffers) const;
