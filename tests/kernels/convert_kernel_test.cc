@@ -15,16 +15,14 @@
 
 #include <gtest/gtest.h>
 
-#include "float_bits.h"
-
 #include "base/half.h"
 #include "kernels/kernel_table.h"
 
 namespace chorus::kernels {
 namespace {
 
-using testing::Bits;
-using testing::FromBits;
+using half_internal::BitsToFloat;
+using half_internal::FloatBits;
 
 // One format's four functions: the kernel under test and its scalar reference.
 struct Format {
@@ -69,9 +67,9 @@ std::vector<uint32_t> FloatPatterns() {
       0x38800000, 0x387fe000, 0x387ff000, 0x38800001,               // fp16 min normal
       0x3f800000, 0xbf800000, 0x3f801000, 0x3f803000, 0x3f808000, 0x3f818000};
   for (uint32_t h = 0; h < 0x7c00; ++h) {  // positive finite halves; signs below
-    const uint32_t low = Bits(HalfToFloat(static_cast<uint16_t>(h)));
-    const uint32_t high = h + 1 == 0x7c00 ? 0x47800000 : Bits(HalfToFloat(static_cast<uint16_t>(h + 1)));
-    const uint32_t tie = Bits((FromBits(low) + FromBits(high)) * 0.5f);  // exact
+    const uint32_t low = FloatBits(HalfToFloat(static_cast<uint16_t>(h)));
+    const uint32_t high = h + 1 == 0x7c00 ? 0x47800000 : FloatBits(HalfToFloat(static_cast<uint16_t>(h + 1)));
+    const uint32_t tie = FloatBits((BitsToFloat(low) + BitsToFloat(high)) * 0.5f);  // exact
     for (uint32_t bits : {tie - 1, tie, tie + 1}) {
       patterns.push_back(bits);
       patterns.push_back(bits | 0x80000000u);
@@ -101,10 +99,10 @@ void ExpectAllWordsWiden(const Format& format) {
   format.widen(out.data(), words.data(), words.size());
   int mismatches = 0;
   for (size_t i = 0; i < words.size() && mismatches < 10; ++i) {
-    const uint32_t want = Bits(format.scalar_widen(words[i]));
-    if (Bits(out[i]) != want) {
+    const uint32_t want = FloatBits(format.scalar_widen(words[i]));
+    if (FloatBits(out[i]) != want) {
       ++mismatches;
-      ADD_FAILURE() << format.name << " 0x" << std::hex << words[i] << " widened to 0x" << Bits(out[i])
+      ADD_FAILURE() << format.name << " 0x" << std::hex << words[i] << " widened to 0x" << FloatBits(out[i])
                     << ", scalar gives 0x" << want;
     }
   }
@@ -113,7 +111,7 @@ void ExpectAllWordsWiden(const Format& format) {
 void ExpectFloatPatternsNarrow(const Format& format) {
   const std::vector<uint32_t> patterns = FloatPatterns();
   std::vector<float> in(patterns.size());
-  for (size_t i = 0; i < patterns.size(); ++i) in[i] = FromBits(patterns[i]);
+  for (size_t i = 0; i < patterns.size(); ++i) in[i] = BitsToFloat(patterns[i]);
   std::vector<uint16_t> out(in.size());
   format.narrow(out.data(), in.data(), in.size());
   int mismatches = 0;
@@ -144,7 +142,7 @@ void ExpectEveryLengthAndStart(const Format& format) {
     for (size_t n = 0; n <= kMax; ++n) {
       for (size_t i = 0; i < n; ++i) {
         words_in[start + i] = static_cast<uint16_t>(rng());
-        floats_in[start + i] = FromBits(static_cast<uint32_t>(rng()));
+        floats_in[start + i] = BitsToFloat(static_cast<uint32_t>(rng()));
       }
       for (size_t i = 0; i < n + kGuard; ++i) {
         floats_out[start + i] = kFloatGuard;
@@ -153,13 +151,13 @@ void ExpectEveryLengthAndStart(const Format& format) {
       format.widen(floats_out + start, words_in + start, n);
       format.narrow(words_out + start, floats_in + start, n);
       for (size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(Bits(floats_out[start + i]), Bits(format.scalar_widen(words_in[start + i])))
+        ASSERT_EQ(FloatBits(floats_out[start + i]), FloatBits(format.scalar_widen(words_in[start + i])))
             << format.name << " widen, length " << n << ", start " << start << ", element " << i;
         ASSERT_EQ(words_out[start + i], format.scalar_narrow(floats_in[start + i]))
             << format.name << " narrow, length " << n << ", start " << start << ", element " << i;
       }
       for (size_t g = n; g < n + kGuard; ++g) {
-        ASSERT_EQ(Bits(floats_out[start + g]), Bits(kFloatGuard)) << "widen wrote past length " << n;
+        ASSERT_EQ(FloatBits(floats_out[start + g]), FloatBits(kFloatGuard)) << "widen wrote past length " << n;
         ASSERT_EQ(words_out[start + g], kWordGuard) << "narrow wrote past length " << n;
       }
     }

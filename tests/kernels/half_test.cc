@@ -9,13 +9,11 @@
 
 #include <gtest/gtest.h>
 
-#include "float_bits.h"
-
 namespace chorus {
 namespace {
 
-using testing::Bits;
-using testing::FromBits;
+using half_internal::BitsToFloat;
+using half_internal::FloatBits;
 
 bool IsHalfNan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
 
@@ -35,7 +33,7 @@ TEST(HalfTest, EveryHalfConvertsToItsExactFloatValue) {
     const double expected = ReferenceHalfValue(static_cast<uint16_t>(h));
     if (std::isnan(expected)) {
       ASSERT_TRUE(std::isnan(f)) << h;
-      ASSERT_EQ(Bits(f) >> 31, h >> 15) << h;  // sign kept
+      ASSERT_EQ(FloatBits(f) >> 31, h >> 15) << h;  // sign kept
     } else {
       ASSERT_EQ(static_cast<double>(f), expected) << h;
       ASSERT_EQ(std::signbit(f), (h >> 15) != 0) << h;  // -0.0 stays -0.0
@@ -107,10 +105,10 @@ TEST(HalfTest, NanStaysQuietNan) {
   EXPECT_EQ(FloatToHalf(-quiet), h | 0x8000u);
   // A float NaN whose payload lives only in the low 13 bits must not turn
   // into inf.
-  const uint16_t low_payload = FloatToHalf(FromBits(0x7f800001u));
+  const uint16_t low_payload = FloatToHalf(BitsToFloat(0x7f800001u));
   EXPECT_TRUE(IsHalfNan(low_payload));
   EXPECT_EQ(low_payload, 0x7e00);
-  EXPECT_EQ(FloatToHalf(FromBits(0x7fa00000u)), 0x7f00);  // payload kept, quieted
+  EXPECT_EQ(FloatToHalf(BitsToFloat(0x7fa00000u)), 0x7f00);  // payload kept, quieted
   EXPECT_TRUE(std::isnan(HalfToFloat(0x7e00)));
   EXPECT_TRUE(std::isnan(HalfToFloat(0x7c01)));
   EXPECT_TRUE(std::isinf(HalfToFloat(0x7c00)));
@@ -119,7 +117,7 @@ TEST(HalfTest, NanStaysQuietNan) {
 TEST(Bfloat16Test, EveryBfloat16RoundTripsThroughFloat) {
   for (uint32_t b = 0; b < 65536; ++b) {
     const float f = Bfloat16ToFloat(static_cast<uint16_t>(b));
-    ASSERT_EQ(Bits(f), b << 16) << b;
+    ASSERT_EQ(FloatBits(f), b << 16) << b;
     const uint16_t back = FloatToBfloat16(f);
     const bool is_nan = (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0;
     ASSERT_EQ(back, is_nan ? (b | 0x40u) : b) << b;
@@ -127,24 +125,24 @@ TEST(Bfloat16Test, EveryBfloat16RoundTripsThroughFloat) {
 }
 
 TEST(Bfloat16Test, RoundsToNearestEven) {
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x3f808000u)), 0x3f80);  // tie -> even
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x3f818000u)), 0x3f82);  // tie -> even (up)
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x3f807fffu)), 0x3f80);
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x3f808001u)), 0x3f81);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x3f808000u)), 0x3f80);  // tie -> even
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x3f818000u)), 0x3f82);  // tie -> even (up)
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x3f807fffu)), 0x3f80);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x3f808001u)), 0x3f81);
   EXPECT_EQ(FloatToBfloat16(257.0f), 0x4380);  // tie -> 256
   EXPECT_EQ(FloatToBfloat16(259.0f), 0x4382);  // tie -> 260
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x7f7fffffu)), 0x7f80);  // FLT_MAX -> inf
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x7f7f7fffu)), 0x7f7f);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x7f7fffffu)), 0x7f80);  // FLT_MAX -> inf
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x7f7f7fffu)), 0x7f7f);
   EXPECT_EQ(FloatToBfloat16(-HUGE_VALF), 0xff80);
   EXPECT_EQ(FloatToBfloat16(-0.0f), 0x8000);
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x00008000u)), 0x0000);  // subnormal tie -> 0
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x00018000u)), 0x0002);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x00008000u)), 0x0000);  // subnormal tie -> 0
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x00018000u)), 0x0002);
 }
 
 TEST(Bfloat16Test, NanNeverBecomesInf) {
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x7f800001u)), 0x7fc0);
-  EXPECT_EQ(FloatToBfloat16(FromBits(0xff800001u)), 0xffc0);
-  EXPECT_EQ(FloatToBfloat16(FromBits(0x7fffffffu)), 0x7fff);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x7f800001u)), 0x7fc0);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0xff800001u)), 0xffc0);
+  EXPECT_EQ(FloatToBfloat16(BitsToFloat(0x7fffffffu)), 0x7fff);
   EXPECT_EQ(FloatToBfloat16(std::numeric_limits<float>::quiet_NaN()), 0x7fc0);
   EXPECT_TRUE(std::isnan(Bfloat16ToFloat(0x7fc0)));
 }
