@@ -53,7 +53,7 @@ const char* UsageText() {
          "  --momentum X --weight-decay X --beta1 X --beta2 X\n"
          "  --ranks N                  local ranks as processes (default 1); under mpirun,\n"
          "                             srun or torchrun the launcher's environment wins\n"
-         "  --algo auto|ring|tree|ps|hd  allreduce algorithm (chorusConfig_t.algo)\n"
+         "  --algo auto|ring|tree|ps|hd|direct  allreduce algorithm (chorusConfig_t.algo)\n"
          "  --bucket-mib X             allreduce gradients in X MiB buckets (default 0: one)\n"
          "communication modes (at most one; default: synchronous AllReduce):\n"
          "  --overlap                  allreduce each bucket on a stream as soon as backward\n"
@@ -169,8 +169,9 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
     if (i + 1 >= argc) return chorus::InvalidArgument(flag, " needs a value");
     CHORUS_RETURN_IF_ERROR(found->second(flag, argv[++i]));
   }
-  if (o.algo != "auto" && o.algo != "ring" && o.algo != "tree" && o.algo != "ps" && o.algo != "hd") {
-    return chorus::InvalidArgument("--algo must be auto, ring, tree, ps or hd, not '", o.algo, "'");
+  if (o.algo != "auto" && o.algo != "ring" && o.algo != "tree" && o.algo != "ps" && o.algo != "hd" &&
+      o.algo != "direct") {
+    return chorus::InvalidArgument("--algo must be auto, ring, tree, ps, hd or direct, not '", o.algo, "'");
   }
   if (o.ranks < 1) return chorus::InvalidArgument("--ranks must be at least 1");
   if (t.epochs < 1 || t.global_batch < 1) return chorus::InvalidArgument("--epochs and --batch must be at least 1");

@@ -16,7 +16,7 @@ struct Options {
   int test_limit = 0;
   uint64_t seed = 1;  // weights; the data order uses seed + 1
   int ranks = 1;      // local processes (ignored under a launcher's environment)
-  std::string algo = "auto";  // allreduce algorithm: auto, ring, tree, ps, hd
+  std::string algo = "auto";  // allreduce algorithm: auto, ring, tree, ps, hd, direct
   double bucket_mib = 0.0;    // 0: one fused AllReduce
   int blas_threads = 0;       // per rank; 0: cores / ranks, at least 1
   std::string csv_path;

@@ -43,7 +43,7 @@ TEST_F(TrainerEndToEnd, OneStepOnTwoRanksEqualsOneStepOnOne) {
   const std::unique_ptr<Model> initial = MakeLeNet(5, 0.25);
   ASSERT_GT(MaxDifference(single.weights, initial->weights()), 1e-3);  // the step moved the weights
 
-  for (const char* algo : {"allreduce:ring", "allreduce:tree"}) {
+  for (const char* algo : {"allreduce:ring", "allreduce:tree", "allreduce:direct"}) {
     const std::vector<RankResult> pair = TrainRanks(2, options, train_, test_, algo);
     for (const RankResult& r : pair) ASSERT_TRUE(r.ok) << r.error;
     // Only the summation order of the gradients differs.
