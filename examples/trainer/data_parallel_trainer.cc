@@ -70,6 +70,7 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
   Clock::time_point steady_start = epoch_start;
   for (int s = 0; s < steps_per_epoch_; ++s, ++step_) {
     if (s == untimed && s > 0) steady_start = Clock::now();
+    const Clock::time_point step_begin = record_step_timings_ ? Clock::now() : Clock::time_point{};
     const size_t begin = static_cast<size_t>(s) * local_batch_;
     train_->Gather(indices, begin, begin + local_batch_, &batch_images_, &batch_labels_);
     const LossResult loss = exchange_->wants_gradient_hook()
@@ -78,7 +79,12 @@ chorus::Status DataParallelTrainer::TrainEpoch(int epoch, EpochStats* stats) {
     loss_sum += loss.mean_loss * local_batch_;
     correct += loss.correct;
     rate = schedule_.Rate(step_);
+    const Clock::time_point computed = record_step_timings_ ? Clock::now() : Clock::time_point{};
     CHORUS_RETURN_IF_ERROR(exchange_->Update(step_, model_->weights(), model_->gradients(), rate));
+    if (record_step_timings_) {
+      const auto seconds = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
+      step_timings_.push_back(StepTiming{step_, seconds(step_begin), seconds(computed), seconds(Clock::now())});
+    }
     if (step_observer_) step_observer_(s + 1);
   }
   CHORUS_RETURN_IF_ERROR(exchange_->Quiesce());

@@ -57,6 +57,16 @@ struct EpochStats {
   double images_per_second = 0.0;  // global
 };
 
+// One training step's timestamps: steady_clock seconds, which on Linux is
+// CLOCK_MONOTONIC and so comparable between processes on one machine (the
+// emulated cluster's hosts). For --step-trace.
+struct StepTiming {
+  int step = 0;           // global step
+  double begin = 0.0;     // before the batch is gathered
+  double computed = 0.0;  // forward and backward done
+  double updated = 0.0;   // the exchange's Update returned: the weights hold this step's update
+};
+
 class DataParallelTrainer {
  public:
   // `comm` may be null (one rank). Validates the options.
@@ -72,6 +82,10 @@ class DataParallelTrainer {
   // Called after every step of TrainEpoch with the steps done so far in the
   // epoch (a progress bar).
   void set_step_observer(std::function<void(int steps_done)> observer) { step_observer_ = std::move(observer); }
+  // Records every step's StepTiming from now on (off by default: no clock
+  // reads in the loop).
+  void set_record_step_timings(bool on) { record_step_timings_ = on; }
+  const std::vector<StepTiming>& step_timings() const { return step_timings_; }
 
   int steps_per_epoch() const { return steps_per_epoch_; }
   int local_batch() const { return local_batch_; }
@@ -94,6 +108,8 @@ class DataParallelTrainer {
   Tensor batch_images_;
   std::vector<uint8_t> batch_labels_;
   std::function<void(int)> step_observer_;
+  bool record_step_timings_ = false;
+  std::vector<StepTiming> step_timings_;
 };
 
 }  // namespace trainer

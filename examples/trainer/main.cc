@@ -52,6 +52,7 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
   }
   status = trainer->SynchronizeWeights();
   if (!status.ok()) return Fail(status);
+  trainer->set_record_step_timings(!options.step_trace_path.empty());
   ProgressBar progress(stderr);  // rank 0, on a terminal only
   if (rank == 0 && progress.enabled()) trainer->set_step_observer([&progress](int done) { progress.Update(done); });
   for (int epoch = 0; epoch < options.train.epochs; ++epoch) {
@@ -61,6 +62,10 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
     progress.Clear();
     if (!status.ok()) return Fail(status);
     if (rank == 0) report.Add(stats, options.model, nranks, options.algo, options.train.exchange.mode);
+  }
+  if (!options.step_trace_path.empty()) {
+    status = WriteStepTimings(options.step_trace_path, rank, trainer->step_timings());
+    if (!status.ok()) return Fail(status);
   }
   return 0;
 }

@@ -72,6 +72,8 @@ const char* UsageText() {
          "  --seed N                   weight initialisation and data order\n"
          "  --blas-threads N           OpenBLAS threads per rank (default cores/ranks)\n"
          "  --csv FILE                 append per-epoch rows to FILE\n"
+         "  --step-trace FILE          write each step's timestamps to FILE.<rank> (CSV;\n"
+         "                             examples/trainer/step_trace.py summarises them)\n"
          "  --timed-after-steps N      also time each epoch's steps from step N on (steady\n"
          "                             state, e.g. without pipe-sgd's warm-up; CSV steady_*)\n"
          "  --elastic                  survive dead ranks: shrink, rebalance, redo the step\n"
@@ -122,6 +124,7 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
       {"--seed", integer(&seed)},
       {"--blas-threads", integer(&o.blas_threads)},
       {"--csv", text(&o.csv_path)},
+      {"--step-trace", text(&o.step_trace_path)},
       {"--kill-rank", integer(&o.elastic.kill_rank)},
       {"--kill-at-step", integer(&o.elastic.kill_at_step)},
       {"--warmup-steps", integer(&t.exchange.warmup_steps)},
@@ -183,6 +186,9 @@ chorus::Status ParseOptions(int argc, char** argv, Options* out) {
   if (mode == "lion-cub") t.optimizer.name = "lion";
   t.exchange.mode = mode;
   if (o.elastic.enabled) CHORUS_RETURN_IF_ERROR(CheckElasticMode(t));
+  if (o.elastic.enabled && !o.step_trace_path.empty()) {
+    return chorus::InvalidArgument("--step-trace does not support --elastic (its ranks change mid-run)");
+  }
   o.seed = static_cast<uint64_t>(seed);
   t.exchange.gossip_seed = o.seed;
   t.data_seed = o.seed + 1;

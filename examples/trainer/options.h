@@ -20,6 +20,7 @@ struct Options {
   double bucket_mib = 0.0;    // 0: one fused AllReduce
   int blas_threads = 0;       // per rank; 0: cores / ranks, at least 1
   std::string csv_path;
+  std::string step_trace_path;  // --step-trace: per-rank step timings (report.h)
   TrainOptions train;
   ElasticOptions elastic;  // --elastic, --kill-rank, --kill-at-step (elastic.h)
   bool help = false;

@@ -75,4 +75,17 @@ void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks,
   std::fflush(csv_);
 }
 
+chorus::Status WriteStepTimings(const std::string& path, int rank, const std::vector<StepTiming>& timings) {
+  const std::string name = path + "." + std::to_string(rank);
+  std::FILE* file = std::fopen(name.c_str(), "w");
+  if (file == nullptr) return chorus::InvalidArgument("cannot write the step trace '", name, "'");
+  std::fprintf(file, "rank,step,begin_s,computed_s,updated_s\n");
+  for (const StepTiming& t : timings) {
+    std::fprintf(file, "%d,%d,%.6f,%.6f,%.6f\n", rank, t.step, t.begin, t.computed, t.updated);
+  }
+  const bool failed = std::ferror(file) != 0;
+  if (std::fclose(file) != 0 || failed) return chorus::InvalidArgument("cannot write the step trace '", name, "'");
+  return chorus::Status::Ok();
+}
+
 }  // namespace trainer

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "examples/trainer/data_parallel_trainer.h"
@@ -26,5 +27,10 @@ class EpochReport {
  private:
   std::FILE* csv_ = nullptr;
 };
+
+// --step-trace: writes this rank's step timings to "<path>.<rank>" as CSV
+// (rank,step,begin_s,computed_s,updated_s), replacing the file.
+// examples/trainer/step_trace.py reads the ranks' files together.
+chorus::Status WriteStepTimings(const std::string& path, int rank, const std::vector<StepTiming>& timings);
 
 }  // namespace trainer

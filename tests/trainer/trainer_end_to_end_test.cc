@@ -53,6 +53,31 @@ TEST_F(TrainerEndToEnd, OneStepOnTwoRanksEqualsOneStepOnOne) {
   }
 }
 
+// --step-trace's record: one entry per step, in order, each step's phases in
+// time order, and nothing recorded until it is switched on.
+TEST_F(TrainerEndToEnd, RecordsEveryStepsTimestampsInOrder) {
+  TrainOptions options = SmallRun();
+  options.epochs = 2;
+  options.max_steps_per_epoch = 3;
+  std::unique_ptr<Model> model = MakeLeNet(/*seed=*/5, /*width=*/0.25);
+  std::unique_ptr<DataParallelTrainer> trainer;
+  ASSERT_TRUE(DataParallelTrainer::Create(options, model.get(), &train_, &test_, nullptr, &trainer).ok());
+  EpochStats stats;
+  ASSERT_TRUE(trainer->TrainEpoch(0, &stats).ok());
+  EXPECT_TRUE(trainer->step_timings().empty());
+  trainer->set_record_step_timings(true);
+  ASSERT_TRUE(trainer->TrainEpoch(1, &stats).ok());
+  const std::vector<StepTiming>& timings = trainer->step_timings();
+  ASSERT_EQ(timings.size(), 3u);
+  for (size_t i = 0; i < timings.size(); ++i) {
+    EXPECT_EQ(timings[i].step, 3 + static_cast<int>(i));  // global steps: epoch 0 took 0-2
+    EXPECT_LE(timings[i].begin, timings[i].computed);
+    EXPECT_LE(timings[i].computed, timings[i].updated);
+    if (i > 0) EXPECT_LE(timings[i - 1].updated, timings[i].begin);
+  }
+  EXPECT_GT(timings.back().updated, timings.front().begin);  // forward and backward take time
+}
+
 TEST_F(TrainerEndToEnd, BucketedAllReduceMatchesFused) {
   TrainOptions options = SmallRun();
   options.epochs = 1;

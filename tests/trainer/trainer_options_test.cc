@@ -79,6 +79,17 @@ TEST(TrainerOptions, MalformedValuesNameTheFlag) {
   EXPECT_NE(unknown.message().find("unknown option '--no-such-flag'"), std::string::npos) << unknown.message();
 }
 
+TEST(TrainerOptions, StepTraceTakesAPathButNotWithElastic) {
+  Options options;
+  ASSERT_TRUE(Parse({"--pipe-sgd", "--step-trace", "/tmp/trace"}, &options).ok());
+  EXPECT_EQ(options.step_trace_path, "/tmp/trace");
+  const chorus::Status elastic = Parse({"--elastic", "--step-trace", "/tmp/trace"}, &options);
+  EXPECT_EQ(elastic.code(), chorusInvalidArgument);
+  EXPECT_NE(elastic.message().find("--step-trace does not support --elastic"), std::string::npos)
+      << elastic.message();
+  EXPECT_EQ(options.step_trace_path, "/tmp/trace");  // from the successful parse, untouched
+}
+
 TEST(TrainerOptions, BucketSizeIsConvertedToBytes) {
   Options options;
   ASSERT_TRUE(Parse({"--overlap", "--bucket-mib", "0.5", "--seed", "9"}, &options).ok());
