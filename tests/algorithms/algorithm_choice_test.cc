@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "collective_case.h"
 
 namespace chorus {
 namespace {
@@ -144,12 +145,7 @@ TEST(Supports, RingEverywhereTreeForRootedReductions) {
 }
 
 CollectiveArgs Args(Collective coll, int nranks, size_t count) {
-  CollectiveArgs args;
-  args.coll = coll;
-  args.nranks = nranks;
-  args.count = count;
-  args.dtype = chorusFloat32;
-  return args;
+  return chorus::testing::RankArgs(coll, nranks, /*rank=*/0, count);
 }
 
 TEST(ChooseAlgorithm, DefaultsBySize) {

@@ -17,12 +17,7 @@ namespace chorus::testing {
 namespace {
 
 CollectiveArgs Args(int nranks, int rank, size_t count, bool in_place = false) {
-  CollectiveArgs args;
-  args.coll = Collective::kAllReduce;
-  args.nranks = nranks;
-  args.rank = rank;
-  args.count = count;
-  args.dtype = chorusFloat32;
+  CollectiveArgs args = RankArgs(Collective::kAllReduce, nranks, rank, count);
   args.in_place = in_place;
   return args;
 }
