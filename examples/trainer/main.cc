@@ -38,6 +38,9 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
     (void)chorusCommUserRank(comm, &rank);
     (void)chorusCommCount(comm, &nranks);
   }
+  StepTraceFile step_trace;
+  status = StepTraceFile::Open(options.step_trace_path, rank, &step_trace);
+  if (!status.ok()) return Fail(status);
   EpochReport report;
   if (rank == 0) {
     status = EpochReport::Open(options.csv_path, &report);
@@ -63,10 +66,8 @@ int RunRank(const Options& options, const Dataset& train, const Dataset& test, c
     if (!status.ok()) return Fail(status);
     if (rank == 0) report.Add(stats, options.model, nranks, options.algo, options.train.exchange.mode);
   }
-  if (!options.step_trace_path.empty()) {
-    status = WriteStepTimings(options.step_trace_path, rank, trainer->step_timings());
-    if (!status.ok()) return Fail(status);
-  }
+  status = step_trace.Write(trainer->step_timings());
+  if (!status.ok()) return Fail(status);
   return 0;
 }
 

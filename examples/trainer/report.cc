@@ -75,16 +75,28 @@ void EpochReport::Add(const EpochStats& s, const std::string& model, int nranks,
   std::fflush(csv_);
 }
 
-chorus::Status WriteStepTimings(const std::string& path, int rank, const std::vector<StepTiming>& timings) {
-  const std::string name = path + "." + std::to_string(rank);
-  std::FILE* file = std::fopen(name.c_str(), "w");
-  if (file == nullptr) return chorus::InvalidArgument("cannot write the step trace '", name, "'");
-  std::fprintf(file, "rank,step,begin_s,computed_s,updated_s\n");
-  for (const StepTiming& t : timings) {
-    std::fprintf(file, "%d,%d,%.6f,%.6f,%.6f\n", rank, t.step, t.begin, t.computed, t.updated);
+chorus::Status StepTraceFile::Open(const std::string& path, int rank, StepTraceFile* out) {
+  StepTraceFile trace;
+  if (!path.empty()) {
+    trace.name_ = path + "." + std::to_string(rank);
+    trace.rank_ = rank;
+    trace.file_.reset(std::fopen(trace.name_.c_str(), "w"));
+    if (trace.file_ == nullptr) {
+      return chorus::InvalidArgument("cannot open --step-trace ", trace.name_, ": ", std::strerror(errno));
+    }
   }
-  const bool failed = std::ferror(file) != 0;
-  if (std::fclose(file) != 0 || failed) return chorus::InvalidArgument("cannot write the step trace '", name, "'");
+  *out = std::move(trace);
+  return chorus::Status::Ok();
+}
+
+chorus::Status StepTraceFile::Write(const std::vector<StepTiming>& timings) {
+  if (file_ == nullptr) return chorus::Status::Ok();
+  std::fprintf(file_.get(), "rank,step,begin_s,computed_s,updated_s\n");
+  for (const StepTiming& t : timings) {
+    std::fprintf(file_.get(), "%d,%d,%.6f,%.6f,%.6f\n", rank_, t.step, t.begin, t.computed, t.updated);
+  }
+  const bool failed = std::ferror(file_.get()) != 0;
+  if (std::fclose(file_.release()) != 0 || failed) return chorus::InvalidArgument("cannot write --step-trace ", name_);
   return chorus::Status::Ok();
 }
 

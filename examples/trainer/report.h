@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,23 @@ class EpochReport {
   std::FILE* csv_ = nullptr;
 };
 
-// --step-trace: writes this rank's step timings to "<path>.<rank>" as CSV
-// (rank,step,begin_s,computed_s,updated_s), replacing the file.
-// examples/trainer/step_trace.py reads the ranks' files together.
-chorus::Status WriteStepTimings(const std::string& path, int rank, const std::vector<StepTiming>& timings);
+// --step-trace: this rank's step timings as CSV in "<path>.<rank>"
+// (rank,step,begin_s,computed_s,updated_s). Opened before training, so a bad
+// path fails before any work; examples/trainer/step_trace.py reads the ranks'
+// files together.
+class StepTraceFile {
+ public:
+  // Creates (or empties) the file; an empty `path` gives a file that writes nothing.
+  static chorus::Status Open(const std::string& path, int rank, StepTraceFile* out);
+  chorus::Status Write(const std::vector<StepTiming>& timings);
+
+ private:
+  struct Closer {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+  };
+  std::unique_ptr<std::FILE, Closer> file_;
+  std::string name_;
+  int rank_ = 0;
+};
 
 }  // namespace trainer
