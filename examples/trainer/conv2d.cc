@@ -1,5 +1,6 @@
 #include "examples/trainer/conv2d.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "examples/trainer/gemm.h"
@@ -44,13 +45,13 @@ void Conv2d::InitializeParameters(Rng& rng) {
   for (int o = 0; o < out_channels_; ++o) weights_[kernel_floats + o] = 0.0f;
 }
 
-void Conv2d::Unfold(const Tensor& input, const ConvGeometry& g) {
-  const long pixels = static_cast<long>(g.out_height()) * g.out_width();
-  const long row_stride = pixels * input.shape().n;
-  columns_.resize(static_cast<size_t>(g.patch_size()) * row_stride);
-  for (int i = 0; i < input.shape().n; ++i) {
-    Im2Col(input.data() + i * input.shape().sample_size(), g, columns_.data() + i * pixels, row_stride);
-  }
+// Half of a 1 MiB L2: measured best among 128 KiB-2 MiB (docs/trainer.md,
+// "Convolution in chunks of images").
+constexpr long kChunkBytes = 512L * 1024;
+
+int Conv2d::ImagesPerChunk(const ConvGeometry& g, long pixels, int n) {
+  const long image_bytes = static_cast<long>(g.patch_size()) * pixels * static_cast<long>(sizeof(float));
+  return static_cast<int>(std::clamp<long>(kChunkBytes / image_bytes, 1, n));
 }
 
 void Conv2d::Forward(const Tensor& input, Tensor* output) {
@@ -58,19 +59,28 @@ void Conv2d::Forward(const Tensor& input, Tensor* output) {
   const Shape out_shape = OutputShape(input.shape());
   const int n = input.shape().n;
   const long pixels = static_cast<long>(out_shape.h) * out_shape.w;
-  Unfold(input, g);
-  products_.resize(static_cast<size_t>(out_channels_) * n * pixels);
-  Gemm(Transpose::kNo, Transpose::kNo, out_channels_, static_cast<int>(n * pixels), g.patch_size(), 1.0f,
-       weights_, columns_.data(), 0.0f, products_.data());
-  // products_ is [channel][image][pixel]; the output is [image][channel][pixel].
+  const long row_stride = pixels * n;
+  columns_.resize(static_cast<size_t>(g.patch_size()) * row_stride);
+  products_.resize(static_cast<size_t>(out_channels_) * row_stride);
   output->Resize(out_shape);
   const float* bias = weights_ + static_cast<size_t>(out_channels_) * g.patch_size();
-  for (int i = 0; i < n; ++i) {
-    for (int o = 0; o < out_channels_; ++o) {
-      const float* __restrict from = products_.data() + (static_cast<long>(o) * n + i) * pixels;
-      float* __restrict to = output->data() + (static_cast<long>(i) * out_channels_ + o) * pixels;
-      const float b = bias[o];
-      for (long p = 0; p < pixels; ++p) to[p] = from[p] + b;
+  const int chunk = ImagesPerChunk(g, pixels, n);
+  for (int first = 0; first < n; first += chunk) {
+    const int count = std::min(chunk, n - first);
+    for (int i = first; i < first + count; ++i) {
+      Im2Col(input.data() + i * input.shape().sample_size(), g, columns_.data() + i * pixels, row_stride);
+    }
+    GemmStrided(Transpose::kNo, Transpose::kNo, out_channels_, static_cast<int>(count * pixels), g.patch_size(),
+                1.0f, weights_, g.patch_size(), columns_.data() + first * pixels, static_cast<int>(row_stride),
+                0.0f, products_.data() + first * pixels, static_cast<int>(row_stride));
+    // products_ is [channel][image][pixel]; the output is [image][channel][pixel].
+    for (int i = first; i < first + count; ++i) {
+      for (int o = 0; o < out_channels_; ++o) {
+        const float* __restrict from = products_.data() + (static_cast<long>(o) * n + i) * pixels;
+        float* __restrict to = output->data() + (static_cast<long>(i) * out_channels_ + o) * pixels;
+        const float b = bias[o];
+        for (long p = 0; p < pixels; ++p) to[p] = from[p] + b;
+      }
     }
   }
 }
@@ -159,15 +169,23 @@ void Conv2d::Backward(const Tensor& input, const Tensor& /*output*/, const Tenso
   Gemm(Transpose::kNo, Transpose::kYes, out_channels_, g.patch_size(), static_cast<int>(row_stride), 1.0f,
        products_.data(), columns_.data(), 1.0f, gradients_);
   if (input_grad == nullptr) return;
-  // dColumns = W^T * dY, then fold back into the images.
-  column_grads_.resize(static_cast<size_t>(g.patch_size()) * row_stride);
-  Gemm(Transpose::kYes, Transpose::kNo, g.patch_size(), static_cast<int>(row_stride), out_channels_, 1.0f,
-       weights_, products_.data(), 0.0f, column_grads_.data());
+  // dColumns = W^T * dY, then fold back into the images, a chunk of images
+  // at a time.
+  const int chunk = ImagesPerChunk(g, pixels, n);
+  column_grads_.resize(static_cast<size_t>(g.patch_size()) * chunk * pixels);
   input_grad->Resize(input.shape());
-  input_grad->Zero();
-  for (int i = 0; i < n; ++i) {
-    Col2ImAdd(column_grads_.data() + i * pixels, g, row_stride,
-              input_grad->data() + i * input.shape().sample_size());
+  const long sample = input.shape().sample_size();
+  for (int first = 0; first < n; first += chunk) {
+    const int count = std::min(chunk, n - first);
+    const long chunk_stride = count * pixels;
+    GemmStrided(Transpose::kYes, Transpose::kNo, g.patch_size(), static_cast<int>(chunk_stride), out_channels_,
+                1.0f, weights_, g.patch_size(), products_.data() + first * pixels, static_cast<int>(row_stride),
+                0.0f, column_grads_.data(), static_cast<int>(chunk_stride));
+    for (int i = first; i < first + count; ++i) {
+      float* image_grad = input_grad->data() + i * sample;
+      std::fill(image_grad, image_grad + sample, 0.0f);
+      Col2ImAdd(column_grads_.data() + (i - first) * pixels, g, chunk_stride, image_grad);
+    }
   }
 }
 

@@ -168,6 +168,82 @@ TEST(TrainerIm2Col, MatchesPlainLoopsBitForBitOnOddShapes) {
   EXPECT_EQ(cases, 258);
 }
 
+TEST(TrainerGemm, StridedProductReadsAndWritesOnlyItsSubMatrices) {
+  // a is the 2x2 block at column 1 of a 2x4 array, b the 2x3 block at
+  // column 2 of a 2x5 array, c the 2x3 block at column 1 of a 2x5 array.
+  const float a[8] = {9, 1, 2, 9, 9, 3, 4, 9};
+  const float b[10] = {9, 9, 5, 6, 7, 9, 9, 8, 9, 10};
+  float c[10];
+  std::fill(c, c + 10, -1.0f);
+  GemmStrided(Transpose::kNo, Transpose::kNo, 2, 3, 2, 1.0f, a + 1, 4, b + 2, 5, 0.0f, c + 1, 5);
+  EXPECT_EQ(std::vector<float>(c, c + 10), (std::vector<float>{-1, 21, 24, 27, -1, -1, 47, 54, 61, -1}));
+}
+
+// Plain-loop convolution in double, stride 1: the reference for a batch
+// that Conv2d splits into chunks.
+struct DirectConvolution {
+  DirectConvolution(const Tensor& input, const std::vector<float>& weights, int out_channels, int kernel, int pad,
+                    const Tensor& output_grad)
+      : n(input.shape().n), c(input.shape().c), h(input.shape().h), w(input.shape().w), k(kernel) {
+    const int oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1;
+    const size_t patch = static_cast<size_t>(c) * k * k;
+    output.assign(static_cast<size_t>(n) * out_channels * oh * ow, 0.0);
+    weight_grad.assign(patch * out_channels + out_channels, 0.0);
+    input_grad.assign(input.size(), 0.0);
+    for (int i = 0; i < n; ++i) {
+      for (int o = 0; o < out_channels; ++o) {
+        for (int y = 0; y < oh; ++y) {
+          for (int x = 0; x < ow; ++x) {
+            const size_t at = ((static_cast<size_t>(i) * out_channels + o) * oh + y) * ow + x;
+            const double g = output_grad[at];
+            double sum = weights[patch * out_channels + o];
+            weight_grad[patch * out_channels + o] += g;
+            for (int ch = 0; ch < c; ++ch) {
+              for (int ky = 0; ky < k; ++ky) {
+                for (int kx = 0; kx < k; ++kx) {
+                  const int iy = y + ky - pad, ix = x + kx - pad;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                  const size_t in_at = ((static_cast<size_t>(i) * c + ch) * h + iy) * w + ix;
+                  const size_t w_at = o * patch + (static_cast<size_t>(ch) * k + ky) * k + kx;
+                  sum += static_cast<double>(weights[w_at]) * input[in_at];
+                  weight_grad[w_at] += g * input[in_at];
+                  input_grad[in_at] += g * weights[w_at];
+                }
+              }
+            }
+            output[at] = sum;
+          }
+        }
+      }
+    }
+  }
+  int n, c, h, w, k;
+  std::vector<double> output, weight_grad, input_grad;
+};
+
+void ExpectClose(const float* actual, const std::vector<double>& expected, const char* what) {
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << what << " [" << i << "]";
+  }
+}
+
+TEST(TrainerConv2d, BatchInChunksMatchesDirectConvolution) {
+  // 4x3x3 patches over 40x40 pixels are 230 KB per image, so the 5 images
+  // go through the GEMMs as chunks of 2, 2 and 1.
+  Bound<Conv2d> conv(40, 4, 3, 3, 1, 1);
+  const Tensor input = RandomTensor(Shape{5, 4, 40, 40}, 41);
+  Tensor output, input_grad;
+  conv.layer.Forward(input, &output);
+  ASSERT_EQ(output.shape(), (Shape{5, 3, 40, 40}));
+  const Tensor output_grad = RandomTensor(output.shape(), 42);
+  conv.layer.Backward(input, output, output_grad, &input_grad);
+  const DirectConvolution expected(input, conv.weights, 3, 3, 1, output_grad);
+  ExpectClose(output.data(), expected.output, "output");
+  ExpectClose(conv.gradients.data(), expected.weight_grad, "weight and bias gradients");
+  ASSERT_EQ(input_grad.shape(), input.shape());
+  ExpectClose(input_grad.data(), expected.input_grad, "input gradient");
+}
+
 TEST(TrainerConv2d, KnownOutput) {
   Bound<Conv2d> conv(1, 1, 1, 2);
   std::fill(conv.weights.begin(), conv.weights.end(), 1.0f);  // 2x2 ones, bias 1
