@@ -45,13 +45,9 @@ void Conv2d::InitializeParameters(Rng& rng) {
   for (int o = 0; o < out_channels_; ++o) weights_[kernel_floats + o] = 0.0f;
 }
 
-// Half of a 1 MiB L2: measured best among 128 KiB-2 MiB (docs/trainer.md,
-// "Convolution in chunks of images").
-constexpr long kChunkBytes = 512L * 1024;
-
-int Conv2d::ImagesPerChunk(const ConvGeometry& g, long pixels, int n) {
-  const long image_bytes = static_cast<long>(g.patch_size()) * pixels * static_cast<long>(sizeof(float));
-  return static_cast<int>(std::clamp<long>(kChunkBytes / image_bytes, 1, n));
+int Conv2d::ImagesPerChunk(const ConvGeometry& g, long pixels, int n) const {
+  const size_t image_bytes = static_cast<size_t>(g.patch_size()) * pixels * sizeof(float);
+  return static_cast<int>(std::clamp<size_t>(chunk_bytes_ / image_bytes, 1, static_cast<size_t>(n)));
 }
 
 void Conv2d::Forward(const Tensor& input, Tensor* output) {

@@ -6,6 +6,7 @@
 // whole batch. A 1x1 kernel is the "network in network" per-pixel layer.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "examples/trainer/im2col.h"
@@ -26,10 +27,18 @@ class Conv2d : public Layer {
   void Backward(const Tensor& input, const Tensor& output, const Tensor& output_grad,
                 Tensor* input_grad) override;
 
+  // Half of a 1 MiB L2: the fastest of 128 KiB to 2 MiB on LeNet
+  // (perf/trainer/conv_benchmark.cc, docs/trainer.md).
+  static constexpr size_t kDefaultChunkBytes = 512 * 1024;
+  // Bytes of patches per chunk of images; SIZE_MAX runs the whole batch
+  // through one GEMM (the benchmark's baseline). Values are the same for any
+  // chunk size.
+  void set_chunk_bytes(size_t bytes) { chunk_bytes_ = bytes; }
+
  private:
   ConvGeometry GeometryFor(const Shape& input) const;
-  // Images per GEMM: as many as keep a chunk's patches within kChunkBytes.
-  static int ImagesPerChunk(const ConvGeometry& g, long pixels, int n);
+  // Images per GEMM: as many as keep a chunk's patches within chunk_bytes_.
+  int ImagesPerChunk(const ConvGeometry& g, long pixels, int n) const;
   // Adds dOutput's per-channel sums into the bias gradient and regroups
   // dOutput as [channel][image][pixel] into products_ (free after Forward).
   void GatherOutputGrads(const Tensor& output_grad, int n, long pixels, float* bias_grad);
@@ -39,6 +48,7 @@ class Conv2d : public Layer {
   int kernel_;
   int stride_;
   int pad_;
+  size_t chunk_bytes_ = kDefaultChunkBytes;
   float* weights_ = nullptr;  // [out_channels, in_channels * k * k], then bias [out_channels]
   float* gradients_ = nullptr;
   // Every buffer lives across steps (sized on first use, then reused), so a

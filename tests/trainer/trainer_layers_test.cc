@@ -130,6 +130,10 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 TEST(TrainerIm2Col, MatchesPlainLoopsBitForBitOnOddShapes) {
   int cases = 0;
   for (int channels : {1, 3}) {
@@ -242,6 +246,34 @@ TEST(TrainerConv2d, BatchInChunksMatchesDirectConvolution) {
   ExpectClose(conv.gradients.data(), expected.weight_grad, "weight and bias gradients");
   ASSERT_EQ(input_grad.shape(), input.shape());
   ExpectClose(input_grad.data(), expected.input_grad, "input gradient");
+}
+
+TEST(TrainerConv2d, ChunkSizeChangesNoBit) {
+  // LeNet's second convolution on 7 images: chunks of 1, 3 (+1), 4 (+3) and
+  // the whole batch in one GEMM.
+  const Tensor input = RandomTensor(Shape{7, 20, 12, 12}, 43);
+  const Tensor output_grad = RandomTensor(Shape{7, 50, 8, 8}, 44);
+  struct Result {
+    Tensor output, input_grad;
+    std::vector<float> gradients;
+  };
+  auto run = [&](size_t chunk_bytes) {
+    Bound<Conv2d> conv(45, 20, 50, 5);
+    conv.layer.set_chunk_bytes(chunk_bytes);
+    Result r;
+    conv.layer.Forward(input, &r.output);
+    conv.layer.Backward(input, r.output, output_grad, &r.input_grad);
+    r.gradients = conv.gradients;
+    return r;
+  };
+  const size_t image_bytes = 500 * 64 * sizeof(float);
+  const Result whole = run(SIZE_MAX);
+  for (size_t chunk_bytes : {image_bytes, 3 * image_bytes, 4 * image_bytes + 1, Conv2d::kDefaultChunkBytes}) {
+    const Result chunked = run(chunk_bytes);
+    EXPECT_TRUE(SameBits(chunked.output, whole.output)) << chunk_bytes;
+    EXPECT_TRUE(SameBits(chunked.input_grad, whole.input_grad)) << chunk_bytes;
+    EXPECT_TRUE(SameBits(chunked.gradients, whole.gradients)) << chunk_bytes;
+  }
 }
 
 TEST(TrainerConv2d, KnownOutput) {
