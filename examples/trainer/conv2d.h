@@ -2,8 +2,8 @@
 // im2col + OpenBLAS GEMM. The batch goes through in chunks of images whose
 // patches fit the core's L2, so that OpenBLAS packs what im2col has just
 // written (and Col2Im folds what the GEMM has just written) from cache
-// rather than from memory: 8-11 % faster steps than one GEMM over the
-// whole batch. A 1x1 kernel is the "network in network" per-pixel layer.
+// rather than from memory: LeNet's steps take about 10 % less time than
+// with one GEMM over the whole batch. A 1x1 kernel is the "network in network" per-pixel layer.
 #pragma once
 
 #include <cstddef>
@@ -27,12 +27,12 @@ class Conv2d : public Layer {
   void Backward(const Tensor& input, const Tensor& output, const Tensor& output_grad,
                 Tensor* input_grad) override;
 
-  // Half of a 1 MiB L2: the fastest of 128 KiB to 2 MiB on LeNet
-  // (perf/trainer/conv_benchmark.cc, docs/trainer.md).
+  // Half of a 1 MiB L2. On LeNet conv2 128 KiB-1 MiB are within 4 % and 2 MiB
+  // 5-6 % slower (perf/trainer/conv_benchmark.cc, docs/performance.md).
   static constexpr size_t kDefaultChunkBytes = 512 * 1024;
   // Bytes of patches per chunk of images; SIZE_MAX runs the whole batch
-  // through one GEMM (the benchmark's baseline). Values are the same for any
-  // chunk size.
+  // through one GEMM (the benchmark's baseline). With OpenBLAS the values
+  // are the same bits for any chunk size (trainer_layers_test).
   void set_chunk_bytes(size_t bytes) { chunk_bytes_ = bytes; }
 
  private:

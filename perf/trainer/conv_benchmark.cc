@@ -1,6 +1,6 @@
 // The trainer's convolutions (examples/trainer/conv2d.cc), forward and
 // backward, with the batch split into chunks of images of a given size of
-// patches against the whole batch through one GEMM (chunk "all"). Shapes:
+// patches against the whole batch through one GEMM (chunk_kib:0). Shapes:
 // LeNet's two convolutions at 48 images, the per-rank batch of the emulated
 // cluster's Pipe-SGD runs (global batch 192 on 4 ranks). ->Threads(4) runs 4
 // independent layers at once, as 4 ranks on one machine do. Items/s counts
