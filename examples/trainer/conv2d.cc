@@ -55,29 +55,35 @@ void Conv2d::Forward(const Tensor& input, Tensor* output) {
   const Shape out_shape = OutputShape(input.shape());
   const int n = input.shape().n;
   const long pixels = static_cast<long>(out_shape.h) * out_shape.w;
-  const long row_stride = pixels * n;
-  columns_.resize(static_cast<size_t>(g.patch_size()) * row_stride);
-  products_.resize(static_cast<size_t>(out_channels_) * row_stride);
+  const int chunk = ImagesPerChunk(g, pixels, n);
+  columns_.resize(static_cast<size_t>(g.patch_size()) * chunk * pixels);
+  products_.resize(static_cast<size_t>(out_channels_) * chunk * pixels);
   output->Resize(out_shape);
   const float* bias = weights_ + static_cast<size_t>(out_channels_) * g.patch_size();
-  const int chunk = ImagesPerChunk(g, pixels, n);
   for (int first = 0; first < n; first += chunk) {
     const int count = std::min(chunk, n - first);
-    for (int i = first; i < first + count; ++i) {
-      Im2Col(input.data() + i * input.shape().sample_size(), g, columns_.data() + i * pixels, row_stride);
-    }
-    GemmStrided(Transpose::kNo, Transpose::kNo, out_channels_, static_cast<int>(count * pixels), g.patch_size(),
-                1.0f, weights_, g.patch_size(), columns_.data() + first * pixels, static_cast<int>(row_stride),
-                0.0f, products_.data() + first * pixels, static_cast<int>(row_stride));
+    const long chunk_stride = count * pixels;
+    UnfoldChunk(input, g, first, count, pixels);
+    GemmStrided(Transpose::kNo, Transpose::kNo, out_channels_, static_cast<int>(chunk_stride), g.patch_size(),
+                1.0f, weights_, g.patch_size(), columns_.data(), static_cast<int>(chunk_stride), 0.0f,
+                products_.data(), static_cast<int>(chunk_stride));
     // products_ is [channel][image][pixel]; the output is [image][channel][pixel].
-    for (int i = first; i < first + count; ++i) {
+    for (int i = 0; i < count; ++i) {
       for (int o = 0; o < out_channels_; ++o) {
-        const float* __restrict from = products_.data() + (static_cast<long>(o) * n + i) * pixels;
-        float* __restrict to = output->data() + (static_cast<long>(i) * out_channels_ + o) * pixels;
+        const float* __restrict from = products_.data() + o * chunk_stride + i * pixels;
+        float* __restrict to = output->data() + (static_cast<long>(first + i) * out_channels_ + o) * pixels;
         const float b = bias[o];
         for (long p = 0; p < pixels; ++p) to[p] = from[p] + b;
       }
     }
+  }
+}
+
+void Conv2d::UnfoldChunk(const Tensor& input, const ConvGeometry& g, int first, int count, long pixels) {
+  const long chunk_stride = count * pixels;
+  for (int i = first; i < first + count; ++i) {
+    Im2Col(input.data() + i * input.shape().sample_size(), g, columns_.data() + (i - first) * pixels,
+           chunk_stride);
   }
 }
 
@@ -131,12 +137,11 @@ void CopyAndSumFourRows(const float* from, long pixels, float* to, long to_strid
 
 }  // namespace
 
-void Conv2d::GatherOutputGrads(const Tensor& output_grad, int n, long pixels, float* bias_grad) {
-  products_.resize(static_cast<size_t>(out_channels_) * n * pixels);
-  const long channel_stride = static_cast<long>(n) * pixels;  // in products_
-  for (int i = 0; i < n; ++i) {
-    const float* image_grad = output_grad.data() + static_cast<long>(i) * out_channels_ * pixels;
-    float* regrouped = products_.data() + static_cast<long>(i) * pixels;
+void Conv2d::GatherOutputGrads(const Tensor& output_grad, int first, int count, long pixels, float* bias_grad) {
+  const long channel_stride = count * pixels;  // in products_
+  for (int i = 0; i < count; ++i) {
+    const float* image_grad = output_grad.data() + static_cast<long>(first + i) * out_channels_ * pixels;
+    float* regrouped = products_.data() + i * pixels;
     int o = 0;
 #if defined(__SSE2__)
     for (; o + 4 <= out_channels_; o += 4) {
@@ -156,27 +161,30 @@ void Conv2d::Backward(const Tensor& input, const Tensor& /*output*/, const Tenso
   const ConvGeometry g = GeometryFor(input.shape());
   const int n = input.shape().n;
   const long pixels = static_cast<long>(g.out_height()) * g.out_width();
-  const long row_stride = pixels * n;
   float* bias_grad = gradients_ + static_cast<size_t>(out_channels_) * g.patch_size();
-  GatherOutputGrads(output_grad, n, pixels, bias_grad);
-  // columns_ still holds this input's patches from Forward (the Layer
-  // contract: Backward follows the Forward of the same input).
-  // dW += dY * columns^T
-  Gemm(Transpose::kNo, Transpose::kYes, out_channels_, g.patch_size(), static_cast<int>(row_stride), 1.0f,
-       products_.data(), columns_.data(), 1.0f, gradients_);
-  if (input_grad == nullptr) return;
-  // dColumns = W^T * dY, then fold back into the images, a chunk of images
-  // at a time.
   const int chunk = ImagesPerChunk(g, pixels, n);
-  column_grads_.resize(static_cast<size_t>(g.patch_size()) * chunk * pixels);
-  input_grad->Resize(input.shape());
+  columns_.resize(static_cast<size_t>(g.patch_size()) * chunk * pixels);
+  products_.resize(static_cast<size_t>(out_channels_) * chunk * pixels);
+  if (input_grad != nullptr) {
+    column_grads_.resize(static_cast<size_t>(g.patch_size()) * chunk * pixels);
+    input_grad->Resize(input.shape());
+  }
   const long sample = input.shape().sample_size();
+  // Chunk by chunk, each step on what the previous one left in L2.
   for (int first = 0; first < n; first += chunk) {
     const int count = std::min(chunk, n - first);
     const long chunk_stride = count * pixels;
+    GatherOutputGrads(output_grad, first, count, pixels, bias_grad);
+    // dW += dY * columns^T, the chunk's patches unfolded again.
+    UnfoldChunk(input, g, first, count, pixels);
+    GemmStrided(Transpose::kNo, Transpose::kYes, out_channels_, g.patch_size(), static_cast<int>(chunk_stride),
+                1.0f, products_.data(), static_cast<int>(chunk_stride), columns_.data(),
+                static_cast<int>(chunk_stride), 1.0f, gradients_, g.patch_size());
+    if (input_grad == nullptr) continue;
+    // dColumns = W^T * dY, then folded back into the images.
     GemmStrided(Transpose::kYes, Transpose::kNo, g.patch_size(), static_cast<int>(chunk_stride), out_channels_,
-                1.0f, weights_, g.patch_size(), products_.data() + first * pixels, static_cast<int>(row_stride),
-                0.0f, column_grads_.data(), static_cast<int>(chunk_stride));
+                1.0f, weights_, g.patch_size(), products_.data(), static_cast<int>(chunk_stride), 0.0f,
+                column_grads_.data(), static_cast<int>(chunk_stride));
     for (int i = first; i < first + count; ++i) {
       float* image_grad = input_grad->data() + i * sample;
       std::fill(image_grad, image_grad + sample, 0.0f);

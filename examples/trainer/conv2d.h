@@ -2,8 +2,10 @@
 // im2col + OpenBLAS GEMM. The batch goes through in chunks of images whose
 // patches fit the core's L2, so that OpenBLAS packs what im2col has just
 // written (and Col2Im folds what the GEMM has just written) from cache
-// rather than from memory: LeNet's steps take about 10 % less time than
-// with one GEMM over the whole batch. A 1x1 kernel is the "network in network" per-pixel layer.
+// rather than from memory. Backward unfolds each chunk again for its share
+// of dW rather than keeping Forward's patches: re-unfolding into L2 costs
+// less than writing the whole batch's patches to memory and packing them
+// back from there. A 1x1 kernel is the "network in network" per-pixel layer.
 #pragma once
 
 #include <cstddef>
@@ -31,17 +33,21 @@ class Conv2d : public Layer {
   // 5-6 % slower (perf/trainer/conv_benchmark.cc, docs/performance.md).
   static constexpr size_t kDefaultChunkBytes = 512 * 1024;
   // Bytes of patches per chunk of images; SIZE_MAX runs the whole batch
-  // through one GEMM (the benchmark's baseline). With OpenBLAS the values
-  // are the same bits for any chunk size (trainer_layers_test).
+  // through one GEMM per product (the benchmark's baseline). Only the weight
+  // gradients' rounding depends on the chunk size: they are summed chunk by
+  // chunk (trainer_layers_test).
   void set_chunk_bytes(size_t bytes) { chunk_bytes_ = bytes; }
 
  private:
   ConvGeometry GeometryFor(const Shape& input) const;
   // Images per GEMM: as many as keep a chunk's patches within chunk_bytes_.
   int ImagesPerChunk(const ConvGeometry& g, long pixels, int n) const;
-  // Adds dOutput's per-channel sums into the bias gradient and regroups
-  // dOutput as [channel][image][pixel] into products_ (free after Forward).
-  void GatherOutputGrads(const Tensor& output_grad, int n, long pixels, float* bias_grad);
+  // For images [first, first + count): adds dOutput's per-channel sums into
+  // the bias gradient (image by image, in order) and regroups dOutput as
+  // [channel][image][pixel] into products_.
+  void GatherOutputGrads(const Tensor& output_grad, int first, int count, long pixels, float* bias_grad);
+  // Unfolds images [first, first + count) into columns_ as [patch_size, count * pixels].
+  void UnfoldChunk(const Tensor& input, const ConvGeometry& g, int first, int count, long pixels);
 
   int in_channels_;
   int out_channels_;
@@ -53,8 +59,8 @@ class Conv2d : public Layer {
   float* gradients_ = nullptr;
   // Every buffer lives across steps (sized on first use, then reused), so a
   // step allocates and page-faults nothing.
-  std::vector<float> columns_;       // [patch_size, n * out_pixels], Forward's, kept for Backward
-  std::vector<float> products_;      // [out_channels, n * out_pixels]: W * columns, then dOutput
+  std::vector<float> columns_;       // one chunk's patches [patch_size, chunk * out_pixels]
+  std::vector<float> products_;      // one chunk's W * columns, then its dOutput [out_channels, chunk * out_pixels]
   std::vector<float> column_grads_;  // dColumns of one chunk [patch_size, chunk * out_pixels]
 };
 

@@ -22,7 +22,8 @@ class Layer {
   // Number of floats this layer keeps in the flat buffers.
   virtual size_t ParameterCount() const { return 0; }
   // Binds the slices [weights, weights + ParameterCount()) and likewise for
-  // gradients. Called once, before any other use.
+  // gradients. Called before any other use, and again when the model's
+  // gradient storage has moved (Model::gradients()).
   virtual void BindParameters(float* /*weights*/, float* /*gradients*/) {}
   // Draws initial weights (He-normal weights, zero biases).
   virtual void InitializeParameters(Rng& /*rng*/) {}

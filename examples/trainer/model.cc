@@ -13,6 +13,7 @@ Model::Model(Shape sample, std::vector<std::unique_ptr<Layer>> layers, uint64_t 
   gradients_.assign(total, 0.0f);
   Rng rng(seed);
   size_t offset = 0;
+  bound_gradients_ = gradients_.data();
   for (auto& layer : layers_) {
     parameter_offsets_.push_back(offset);
     layer->BindParameters(weights_.data() + offset, gradients_.data() + offset);
@@ -35,6 +36,12 @@ const Tensor& Model::Forward(const Tensor& input) {
 
 LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels,
                                   const std::function<void(size_t)>& gradients_ready) {
+  if (gradients_.data() != bound_gradients_) {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      layers_[i]->BindParameters(weights_.data() + parameter_offsets_[i], gradients_.data() + parameter_offsets_[i]);
+    }
+    bound_gradients_ = gradients_.data();
+  }
   std::fill(gradients_.begin(), gradients_.end(), 0.0f);
   const Tensor& logits = Forward(input);
   const LossResult loss = SoftmaxCrossEntropy(logits, labels, &logits_grad_);

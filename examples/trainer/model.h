@@ -32,6 +32,9 @@ class Model {
                              const std::function<void(size_t)>& gradients_ready = nullptr);
 
   std::vector<float>& weights() { return weights_; }
+  // The caller may swap this vector's storage for another of the same size
+  // (Pipe-SGD keeps a step's gradient in flight while the next is computed):
+  // the next ForwardBackward binds the layers to whatever storage it holds.
   std::vector<float>& gradients() { return gradients_; }
   const std::vector<float>& weights() const { return weights_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
@@ -44,6 +47,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<float> weights_;
   std::vector<float> gradients_;
+  const float* bound_gradients_ = nullptr;  // the storage the layers write into
   std::vector<size_t> parameter_offsets_;  // layer i's slice starts here
   std::vector<Tensor> activations_;  // activations_[i] is the output of layer i
   std::vector<Tensor> activation_grads_;

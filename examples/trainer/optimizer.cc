@@ -2,18 +2,19 @@
 
 namespace trainer {
 
-void SgdMomentum::Step(std::vector<float>& weights, const std::vector<float>& gradients, float lr) {
+void SgdMomentum::Step(std::vector<float>& weights, const std::vector<float>& gradients, float gradient_scale,
+                       float lr) {
   velocity_.resize(weights.size(), 0.0f);
   for (size_t i = 0; i < weights.size(); ++i) {
-    velocity_[i] = momentum_ * velocity_[i] + gradients[i] + weight_decay_ * weights[i];
+    velocity_[i] = momentum_ * velocity_[i] + gradients[i] * gradient_scale + weight_decay_ * weights[i];
     weights[i] -= lr * velocity_[i];
   }
 }
 
-void Lion::Step(std::vector<float>& weights, const std::vector<float>& gradients, float lr) {
+void Lion::Step(std::vector<float>& weights, const std::vector<float>& gradients, float gradient_scale, float lr) {
   momentum_.resize(weights.size(), 0.0f);
   for (size_t i = 0; i < weights.size(); ++i) {
-    const float g = gradients[i];
+    const float g = gradients[i] * gradient_scale;
     const float c = beta1_ * momentum_[i] + (1.0f - beta1_) * g;
     const float sign = c > 0.0f ? 1.0f : (c < 0.0f ? -1.0f : 0.0f);
     weights[i] -= lr * (sign + weight_decay_ * weights[i]);

@@ -13,7 +13,13 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // Updates `weights` in place from `gradients` with learning rate `lr`.
-  virtual void Step(std::vector<float>& weights, const std::vector<float>& gradients, float lr) = 0;
+  void Step(std::vector<float>& weights, const std::vector<float>& gradients, float lr) {
+    Step(weights, gradients, 1.0f, lr);
+  }
+  // The same from gradient_scale * gradients, scaled on the fly (a sum over
+  // ranks becomes their mean without a pass of its own).
+  virtual void Step(std::vector<float>& weights, const std::vector<float>& gradients, float gradient_scale,
+                    float lr) = 0;
 };
 
 // SGD with (heavy-ball) momentum and L2 weight decay, as in PyTorch:
@@ -21,7 +27,9 @@ class Optimizer {
 class SgdMomentum : public Optimizer {
  public:
   SgdMomentum(float momentum, float weight_decay) : momentum_(momentum), weight_decay_(weight_decay) {}
-  void Step(std::vector<float>& weights, const std::vector<float>& gradients, float lr) override;
+  using Optimizer::Step;
+  void Step(std::vector<float>& weights, const std::vector<float>& gradients, float gradient_scale,
+            float lr) override;
 
  private:
   float momentum_;
@@ -34,7 +42,9 @@ class SgdMomentum : public Optimizer {
 class Lion : public Optimizer {
  public:
   Lion(float beta1, float beta2, float weight_decay) : beta1_(beta1), beta2_(beta2), weight_decay_(weight_decay) {}
-  void Step(std::vector<float>& weights, const std::vector<float>& gradients, float lr) override;
+  using Optimizer::Step;
+  void Step(std::vector<float>& weights, const std::vector<float>& gradients, float gradient_scale,
+            float lr) override;
 
  private:
   float beta1_;

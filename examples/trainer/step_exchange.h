@@ -61,6 +61,8 @@ class StepExchange {
   // During backward: gradients[ready_begin, end) are final for this step.
   virtual void GradientsReady(std::vector<float>& /*gradients*/, size_t /*ready_begin*/) {}
   // Exchanges this step's gradients and updates `weights` (global step `step`).
+  // `gradients` is the model's: an exchange may swap its storage for another
+  // buffer of the same size (pipe-sgd), never resize it.
   virtual chorus::Status Update(int step, std::vector<float>& weights, std::vector<float>& gradients, float lr) = 0;
   // End of an epoch: no collective may be in flight afterwards (metrics and
   // evaluation use the communicator).

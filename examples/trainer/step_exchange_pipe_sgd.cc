@@ -53,9 +53,10 @@ class PipeSgdExchange : public StepExchange {
       optimizer_->Step(weights, gradients, lr);
       return chorus::Status::Ok();
     }
-    // This lane's previous call (step t-2) was waited for at step t-1.
+    // This lane's previous call (step t-2) was waited for at step t-1, so
+    // its buffer is free: it becomes the model's for step t+1 (no copy).
     Lane& mine = lanes_[step % 2];
-    std::copy(gradients.begin(), gradients.end(), mine.gradient.begin());
+    mine.gradient.swap(gradients);
     float* data = mine.gradient.data();
     const size_t count = mine.gradient.size();
     const chorusResult_t result =
@@ -70,9 +71,7 @@ class PipeSgdExchange : public StepExchange {
     pending_ = &mine;
     if (previous != nullptr) {
       CHORUS_RETURN_IF_ERROR(WaitFor(*previous));
-      const float inverse = 1.0f / static_cast<float>(sync_->nranks());
-      for (float& g : previous->gradient) g *= inverse;
-      optimizer_->Step(weights, previous->gradient, lr);
+      optimizer_->Step(weights, previous->gradient, 1.0f / static_cast<float>(sync_->nranks()), lr);
     }
     return chorus::Status::Ok();
   }

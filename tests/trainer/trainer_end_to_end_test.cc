@@ -73,7 +73,9 @@ TEST_F(TrainerEndToEnd, RecordsEveryStepsTimestampsInOrder) {
     EXPECT_EQ(timings[i].step, 3 + static_cast<int>(i));  // global steps: epoch 0 took 0-2
     EXPECT_LE(timings[i].begin, timings[i].computed);
     EXPECT_LE(timings[i].computed, timings[i].updated);
-    if (i > 0) EXPECT_LE(timings[i - 1].updated, timings[i].begin);
+    if (i > 0) {
+      EXPECT_LE(timings[i - 1].updated, timings[i].begin);
+    }
   }
   EXPECT_GT(timings.back().updated, timings.front().begin);  // forward and backward take time
 }

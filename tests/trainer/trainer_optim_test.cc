@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "examples/trainer/lion_cub_math.h"
@@ -24,6 +26,33 @@ TEST(TrainerOptimizer, SgdMomentumWithWeightDecay) {
   sgd.Step(w, g, 0.5f);
   // v = 0.5*{1.5,-1} + {1 + 0.3125, -0.875} = {2.0625, -1.375}
   EXPECT_EQ(w, (std::vector<float>{1.25f - 1.03125f, -3.5f + 0.6875f}));
+}
+
+// The scale is applied on the fly exactly as a separate pass would have.
+TEST(TrainerOptimizer, GradientScaleEqualsScalingFirstBitForBit) {
+  const size_t n = 257;
+  Rng rng(3);
+  std::vector<float> g(n), w(n);
+  for (size_t i = 0; i < n; ++i) {
+    g[i] = static_cast<float>(rng.Normal());
+    w[i] = static_cast<float>(rng.Normal());
+  }
+  const float scale = 1.0f / 3.0f;
+  std::vector<float> scaled = g;
+  for (float& v : scaled) v *= scale;
+  std::unique_ptr<Optimizer> fused, separate;
+  for (const char* name : {"sgd", "lion"}) {
+    OptimizerOptions options;
+    options.name = name;
+    ASSERT_TRUE(MakeOptimizer(options, &fused).ok());
+    ASSERT_TRUE(MakeOptimizer(options, &separate).ok());
+    std::vector<float> a = w, b = w;
+    for (int step = 0; step < 3; ++step) {
+      fused->Step(a, g, scale, 0.01f);
+      separate->Step(b, scaled, 0.01f);
+    }
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float))) << name;
+  }
 }
 
 // Lion Cub's fused passes (lion_cub_math.h) against the two textbook loops
