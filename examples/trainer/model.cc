@@ -8,18 +8,15 @@ namespace trainer {
 Model::Model(Shape sample, std::vector<std::unique_ptr<Layer>> layers, uint64_t seed)
     : sample_(sample), layers_(std::move(layers)) {
   size_t total = 0;
-  for (const auto& layer : layers_) total += layer->ParameterCount();
+  for (const auto& layer : layers_) {
+    parameter_offsets_.push_back(total);
+    total += layer->ParameterCount();
+  }
   weights_.assign(total, 0.0f);
   gradients_.assign(total, 0.0f);
+  BindLayers();
   Rng rng(seed);
-  size_t offset = 0;
-  bound_gradients_ = gradients_.data();
-  for (auto& layer : layers_) {
-    parameter_offsets_.push_back(offset);
-    layer->BindParameters(weights_.data() + offset, gradients_.data() + offset);
-    layer->InitializeParameters(rng);
-    offset += layer->ParameterCount();
-  }
+  for (auto& layer : layers_) layer->InitializeParameters(rng);
   activations_.resize(layers_.size());
   activation_grads_.resize(layers_.size());
 }
@@ -36,12 +33,7 @@ const Tensor& Model::Forward(const Tensor& input) {
 
 LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t>& labels,
                                   const std::function<void(size_t)>& gradients_ready) {
-  if (gradients_.data() != bound_gradients_) {
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      layers_[i]->BindParameters(weights_.data() + parameter_offsets_[i], gradients_.data() + parameter_offsets_[i]);
-    }
-    bound_gradients_ = gradients_.data();
-  }
+  BindLayers();  // an exchange may have swapped the gradients' storage
   std::fill(gradients_.begin(), gradients_.end(), 0.0f);
   const Tensor& logits = Forward(input);
   const LossResult loss = SoftmaxCrossEntropy(logits, labels, &logits_grad_);
@@ -55,6 +47,12 @@ LossResult Model::ForwardBackward(const Tensor& input, const std::vector<uint8_t
     if (gradients_ready && layers_[i]->ParameterCount() > 0) gradients_ready(parameter_offsets_[i]);
   }
   return loss;
+}
+
+void Model::BindLayers() {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->BindParameters(weights_.data() + parameter_offsets_[i], gradients_.data() + parameter_offsets_[i]);
+  }
 }
 
 std::string Model::Describe() const {

@@ -43,11 +43,13 @@ class Model {
   std::string Describe() const;
 
  private:
+  // Points every layer at its slices of weights_ and gradients_.
+  void BindLayers();
+
   Shape sample_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<float> weights_;
   std::vector<float> gradients_;
-  const float* bound_gradients_ = nullptr;  // the storage the layers write into
   std::vector<size_t> parameter_offsets_;  // layer i's slice starts here
   std::vector<Tensor> activations_;  // activations_[i] is the output of layer i
   std::vector<Tensor> activation_grads_;
