@@ -13,7 +13,9 @@
 #     lion-cub 1-bit >= 25x fewer gradient bytes and >= 2x shorter steps than
 #     float32 Lion; pipe-sgd steps <= 0.65x of sync's when communication
 #     and computation take about the same time (also: pipe-sgd with its
-#     fp16 wire, and both ratios over the steps after the 10 warm-up steps)
+#     fp16 wire, and both ratios over the steps after the 10 warm-up steps;
+#     and, not judged, sync vs pipe-sgd on 2 hosts at the same batch per rank:
+#     with no more hosts than cores the overlap is not paid for in CPU)
 #
 # Default: full Fashion-MNIST, 5 epochs. --quick: 1 epoch on the first 12,000
 # training and 2,000 test images, 40 cluster steps (checks the pipeline; its
@@ -39,7 +41,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift ;;
     --out) out=$2; shift ;;
     --cluster-steps) cluster_steps=$2; shift ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "bench: unknown option '$1' (--help)" >&2; exit 2 ;;
   esac
   shift
@@ -122,26 +124,26 @@ if want c; then
       "$out/lion-cub-2.csv=lion-cub (1-bit)"
 fi
 
-# Cluster runs: one rank per emulated host, one epoch of --cluster-steps
+# Cluster runs (cluster NAME HOSTS ARGS...): one rank per emulated host, one epoch of --cluster-steps
 # steps, BLAS single-threaded. Each rank prints the bytes its eth0 sent
 # (/proc/net/dev inside its namespace: everything on the wire, TCP included).
 # The 1-minute load average when each cluster run starts: on a shared
 # machine the pipe-sgd/sync ratio moves with it (docs/trainer.md).
 declare -A load_at_start
 cluster() {
-  local name=$1
-  shift
+  local name=$1 hosts=$2
+  shift 2
   rm -f "$out/$name.csv"
   load_at_start[$name]=$(cut -d' ' -f1 /proc/loadavg)
-  echo "bench: $name: cluster.sh -n 4 -- chorus_trainer $*" >&2
-  "$root/perf/cluster/cluster.sh" -n 4 -t 600 -- bash -c \
+  echo "bench: $name: cluster.sh -n $hosts -- chorus_trainer $*" >&2
+  "$root/perf/cluster/cluster.sh" -n "$hosts" -t 600 -- bash -c \
     'tx() { awk "/eth0:/ { sub(/.*:/, \"\"); print \$9 }" /proc/net/dev; }
      before=$(tx); "$@"; rc=$?; echo "eth0_tx_bytes $(( $(tx) - before ))"; exit $rc' _ \
     "$trainer" "$@" --epochs 1 --max-steps "$cluster_steps" "${limits[@]}" --test-limit 1000 --blas-threads 1 \
     --csv "$out/$name.csv" >"$out/$name.log" 2>&1
 }
 # ms per step and MB of gradient payload per rank, from the CSV; link bytes
-# per rank (mean over the 4 hosts) from the log.
+# per rank (mean over the hosts) from the log.
 step_ms() { awk -v s="$(column "$1" seconds)" -v n="$(column "$1" steps)" 'BEGIN { printf "%.1f", 1e3 * s / n }'; }
 steady_ms() { awk -v s="$(column "$1" steady_seconds)" -v n="$(column "$1" steady_steps)" 'BEGIN { printf "%.1f", 1e3 * s / n }'; }
 time_split() { echo "$(column "$1" compute_seconds) s compute / $(column "$1" communication_seconds) s comm"; }
@@ -151,18 +153,27 @@ if want d; then
   # 192: where sync's computation and communication take the same time on
   # 4 emulated hosts since the trainer's compute got 26% cheaper (it was 128).
   pipe_batch=${PIPE_BATCH:-192}
-  cluster lion-f32 "${lion_opt[@]}" --batch "$cluster_batch" --optimizer lion
+  cluster lion-f32 4 "${lion_opt[@]}" --batch "$cluster_batch" --optimizer lion
   rc_lion=$?
-  cluster lion-cub "${lion_opt[@]}" --batch "$cluster_batch" --lion-cub
+  cluster lion-cub 4 "${lion_opt[@]}" --batch "$cluster_batch" --lion-cub
   rc_cub=$?
   # Steps from 11 on are timed apart too (CSV steady_*): pipe-sgd's first 10
   # are its synchronous warm-up.
-  cluster sync-c "${sgd_opt[@]}" --batch "$pipe_batch" --timed-after-steps 10
+  cluster sync-c 4 "${sgd_opt[@]}" --batch "$pipe_batch" --timed-after-steps 10
   rc_sync=$?
-  cluster pipe-sgd-c "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10 --timed-after-steps 10
+  cluster pipe-sgd-c 4 "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10 --timed-after-steps 10
   rc_pipe=$?
-  cluster pipe-fp16-c "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10 --fp16-wire \
+  cluster pipe-fp16-c 4 "${sgd_opt[@]}" --batch "$pipe_batch" --pipe-sgd --warmup-steps 10 --fp16-wire \
     --timed-after-steps 10
+  rc_pipe=$((rc_pipe + $?))
+  # The control: 2 hosts at the same 48 images per rank, where the link
+  # (2 x 1/2 of the gradient per rank instead of 2 x 3/4) and the
+  # computation again take about the same time, but on a 2-core machine each
+  # host has a core: what the 4-host runs would see with 4 or more cores.
+  pipe2_batch=${PIPE2_BATCH:-$((pipe_batch / 2))}
+  cluster sync-h2 2 "${sgd_opt[@]}" --batch "$pipe2_batch" --timed-after-steps 10
+  rc_pipe=$((rc_pipe + $?))
+  cluster pipe-sgd-h2 2 "${sgd_opt[@]}" --batch "$pipe2_batch" --pipe-sgd --warmup-steps 10 --timed-after-steps 10
   rc_pipe=$((rc_pipe + $?))
   if [ $rc_lion -eq 77 ]; then
     row "(d) emulated cluster" "-" "skipped: perf/cluster/cluster.sh needs root" "not run"
@@ -181,11 +192,15 @@ if want d; then
         "$mf vs $mc ms/step: $(awk "BEGIN { printf \"%.2f\", $mf / $mc }")x" "$(verdict "$mf >= 2 * $mc")"
     ms=$(step_ms "$out/sync-c.csv") mp=$(step_ms "$out/pipe-sgd-c.csv") mh=$(step_ms "$out/pipe-fp16-c.csv")
     ss=$(steady_ms "$out/sync-c.csv") sp=$(steady_ms "$out/pipe-sgd-c.csv") sh=$(steady_ms "$out/pipe-fp16-c.csv")
-    row "(d) pipe-sgd step <= 0.65x of sync" "sync-c, pipe-sgd-c (batch $pipe_batch; sync: $(time_split "$out/sync-c.csv"); load average ${load_at_start[sync-c]} / ${load_at_start[pipe-sgd-c]})" \
+    row "(d) pipe-sgd step <= 0.65x of sync" "sync-c, pipe-sgd-c (4 hosts on $(nproc) cores, batch $pipe_batch; sync: $(time_split "$out/sync-c.csv"); load average ${load_at_start[sync-c]} / ${load_at_start[pipe-sgd-c]})" \
         "all steps: $mp vs $ms ms/step: $(awk "BEGIN { printf \"%.2f\", $mp / $ms }")x; steps 11-: $sp vs $ss ms/step: $(awk "BEGIN { printf \"%.2f\", $sp / $ss }")x" \
         "$(verdict "$mp <= 0.65 * $ms") (all steps)"
     row "(d) pipe-sgd --fp16-wire (optional wire), same runs" "sync-c, pipe-fp16-c (load average ${load_at_start[pipe-fp16-c]})" \
         "all steps: $mh vs $ms ms/step: $(awk "BEGIN { printf \"%.2f\", $mh / $ms }")x; steps 11-: $sh vs $ss ms/step: $(awk "BEGIN { printf \"%.2f\", $sh / $ss }")x" "-"
+    m2s=$(step_ms "$out/sync-h2.csv") m2p=$(step_ms "$out/pipe-sgd-h2.csv")
+    s2s=$(steady_ms "$out/sync-h2.csv") s2p=$(steady_ms "$out/pipe-sgd-h2.csv")
+    row "(d) control, not judged: pipe-sgd vs sync on 2 hosts ($(nproc) cores; the target is 4 hosts)" "sync-h2, pipe-sgd-h2 (batch $pipe2_batch; sync: $(time_split "$out/sync-h2.csv"); load average ${load_at_start[sync-h2]} / ${load_at_start[pipe-sgd-h2]})" \
+        "all steps: $m2p vs $m2s ms/step: $(awk "BEGIN { printf \"%.2f\", $m2p / $m2s }")x; steps 11-: $s2p vs $s2s ms/step: $(awk "BEGIN { printf \"%.2f\", $s2p / $s2s }")x" "-"
   fi
 fi
 cat "$table"
