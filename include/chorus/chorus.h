@@ -37,6 +37,8 @@ extern "C" {
 typedef struct chorusComm* chorusComm_t;
 /** Opaque host stream handle. NULL means "blocking call". */
 typedef struct chorusStream* chorusStream_t;
+/** Opaque event handle: a point in a stream's queue (chorusEventRecord). */
+typedef struct chorusEvent* chorusEvent_t;
 
 #define CHORUS_UNIQUE_ID_BYTES 128
 /**
@@ -335,6 +337,46 @@ chorusResult_t chorusStreamSynchronize(chorusStream_t stream);
 chorusResult_t chorusStreamQuery(chorusStream_t stream);
 /** Waits for pending work, then frees the stream. */
 chorusResult_t chorusStreamDestroy(chorusStream_t stream);
+
+/* ---- Events ---------------------------------------------------------- */
+/*
+ * CUDA-style events on host streams: per-operation completion for callers
+ * that keep several operations in flight on one stream (a framework's
+ * asynchronous work handles, futures). An event recorded on a stream
+ * completes once everything enqueued on that stream before the record has
+ * run. Its result is the stream's first failure not yet cleared by
+ * chorusStreamSynchronize, so a failed operation makes every later event of
+ * its stream report the failure (CUDA's sticky errors); the failure's
+ * message is then also chorusGetLastError(NULL) of the calling thread.
+ * Recording again moves the event: queries and waits refer to the latest
+ * record made before them. An event never recorded counts as complete.
+ * Every wait is bounded, since every operation before the event is bounded
+ * by its communicator's timeout.
+ */
+
+/** Creates an event (never recorded, hence complete). */
+chorusResult_t chorusEventCreate(chorusEvent_t* event);
+/**
+ * Places `event` after the work enqueued on `stream` so far. With the NULL
+ * stream (whose calls block) the event completes at once.
+ */
+chorusResult_t chorusEventRecord(chorusEvent_t event, chorusStream_t stream);
+/**
+ * chorusSuccess when the recorded work has run, chorusInProgress while it is
+ * pending, or the failure the event completed with.
+ */
+chorusResult_t chorusEventQuery(chorusEvent_t event);
+/** Waits for the recorded work; returns what chorusEventQuery would then. */
+chorusResult_t chorusEventSynchronize(chorusEvent_t event);
+/**
+ * Makes later work on `stream` wait until `event`'s latest record has
+ * completed, without blocking the caller. If the awaited work failed,
+ * `stream` reports that failure too. With the NULL stream it waits here, as
+ * chorusEventSynchronize. An event never recorded makes nothing wait.
+ */
+chorusResult_t chorusStreamWaitEvent(chorusStream_t stream, chorusEvent_t event);
+/** Frees `event`; safe while a record of it is still pending on a stream. */
+chorusResult_t chorusEventDestroy(chorusEvent_t event);
 
 /* ---- Explicit non-exact collectives --------------------------------- */
 /*

@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "bootstrap/shrink.h"
 #include "core/communicator.h"
+#include "core/host_event.h"
 #include "core/host_stream.h"
 
 // A communicator handle. Destroy and Abort release the Communicator but keep
@@ -28,6 +29,12 @@ struct chorusComm {
 
 struct chorusStream {
   chorus::HostStream stream;
+};
+
+// Shared with the markers still queued on streams, so that destroying a
+// pending event is safe.
+struct chorusEvent {
+  std::shared_ptr<chorus::HostEvent> event = std::make_shared<chorus::HostEvent>();
 };
 
 namespace chorus {

@@ -90,6 +90,11 @@ Status HostStream::Query() {
   return first_error_;  // kept until Synchronize reports it
 }
 
+Status HostStream::PendingFailure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return first_error_;
+}
+
 void HostStream::Serve() {
   RequestShortSlice();
   std::unique_lock<std::mutex> lock(mutex_);

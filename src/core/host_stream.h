@@ -46,6 +46,9 @@ class HostStream {
   // chorusInProgress while work is queued or running, else the first failure
   // (without clearing it: Synchronize still returns it).
   Status Query();
+  // The first failure not yet cleared by Synchronize, whatever is pending
+  // (an event marker reads it once the items before it have run).
+  Status PendingFailure();
 
   // ready() checks made by the worker's and Synchronize's polls (tests).
   uint64_t worker_polls() const { return worker_poll_.polls(); }

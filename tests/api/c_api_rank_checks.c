@@ -284,6 +284,42 @@ static int CheckHostStream(const Rank* self) {
   return CheckInts(self, "allreduce on a host stream", buffer, want, kCount);
 }
 
+/* An allreduce on one stream, an event after it, a second stream waiting
+ * on the event before a broadcast of the result. */
+static int CheckEvents(const Rank* self) {
+  int32_t buffer[kCount], copy[kCount], want[kCount];
+  chorusStream_t first = NULL, second = NULL;
+  chorusEvent_t done = NULL;
+  chorusResult_t queried;
+  size_t i;
+  for (i = 0; i < kCount; ++i) {
+    buffer[i] = IntValue(self->rank + 11, i);
+    copy[i] = -1;
+    want[i] = 0;
+  }
+  for (i = 0; i < kCount; ++i) {
+    int r;
+    for (r = 0; r < self->nranks; ++r) want[i] += IntValue(r + 11, i);
+  }
+  CALL(self, chorusStreamCreate(&first));
+  CALL(self, chorusStreamCreate(&second));
+  CALL(self, chorusEventCreate(&done));
+  CALL(self, chorusEventQuery(done)); /* never recorded: complete */
+  CALL(self, chorusAllReduce(buffer, buffer, kCount, chorusInt32, chorusSum, self->comm, first));
+  CALL(self, chorusEventRecord(done, first));
+  queried = chorusEventQuery(done);
+  if (queried != chorusSuccess && queried != chorusInProgress) return CallFailed(self, "chorusEventQuery", queried);
+  CALL(self, chorusStreamWaitEvent(second, done));
+  CALL(self, chorusBroadcast(buffer, copy, kCount, chorusInt32, 0, self->comm, second));
+  CALL(self, chorusEventSynchronize(done));
+  CALL(self, chorusStreamSynchronize(second));
+  CALL(self, chorusEventDestroy(done));
+  CALL(self, chorusStreamDestroy(second));
+  CALL(self, chorusStreamDestroy(first));
+  if (CheckInts(self, "allreduce before an event", buffer, want, kCount)) return 1;
+  return CheckInts(self, "broadcast after waiting on the event", copy, want, kCount);
+}
+
 /* Host-immediate float scalar (read once) and "device" int32 scalar (read per call). */
 static int CheckPreMulSum(const Rank* self) {
   float fsend[kCount], frecv[kCount], fwant[kCount];
@@ -371,7 +407,7 @@ int RunRankChecks(const chorusUniqueId* id, int nranks, int rank) {
   CALL(&self, chorusCommInitRank(&self.comm, nranks, *id, rank));
   if (CheckCommunicator(&self) || CheckAllReduce(&self) || CheckBroadcast(&self) || CheckReduce(&self) ||
       CheckAllGather(&self) || CheckReduceScatter(&self) || CheckAlltoAll(&self) || CheckGather(&self) ||
-      CheckScatter(&self) || CheckSendRecvRing(&self) || CheckHostStream(&self) || CheckPreMulSum(&self) ||
+      CheckScatter(&self) || CheckSendRecvRing(&self) || CheckHostStream(&self) || CheckEvents(&self) || CheckPreMulSum(&self) ||
       CheckSplit(&self)) {
     return 1;
   }
