@@ -1,0 +1,82 @@
+#include "chorus_work.h"
+
+#include <stdexcept>
+#include <thread>
+
+namespace torch_chorus {
+
+ChorusWork::ChorusWork(int rank, c10d::OpType type, const char* profiling_title, chorusComm_t comm,
+                       chorusEvent_t event, std::vector<at::Tensor> outputs, std::function<void()> finalize,
+                       std::string what)
+    : c10d::Work(rank, type, profiling_title),
+      comm_(comm),
+      event_(event),
+      outputs_(std::move(outputs)),
+      finalize_(std::move(finalize)),
+      what_(std::move(what)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+ChorusWork::~ChorusWork() { (void)chorusEventDestroy(event_); }
+
+void ChorusWork::Finish(chorusResult_t result) {
+  std::call_once(finished_, [&] {
+    std::exception_ptr error;
+    if (result == chorusSuccess) {
+      try {
+        if (finalize_) finalize_();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    } else {
+      // The communicator's last error names the peer and the operation.
+      const char* detail = chorusGetLastError(comm_);
+      error = std::make_exception_ptr(std::runtime_error(
+          std::string("Chorus ") + what_ + " failed: " + chorusGetErrorString(result) +
+          (detail != nullptr && detail[0] != '\0' ? std::string(": ") + detail : std::string())));
+    }
+    finalize_ = nullptr;
+    finish(error);  // completed_, exception_, cv_
+    if (error) {
+      future_->setError(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  });
+}
+
+bool ChorusWork::isCompleted() {
+  const chorusResult_t result = chorusEventQuery(event_);
+  if (result != chorusInProgress) Finish(result);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_;
+}
+
+void ChorusWork::CompleteBlocking() { Finish(chorusEventSynchronize(event_)); }
+
+bool ChorusWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout == kNoTimeout) {
+    // Bounded by the communicator's timeout, like every Chorus wait.
+    CompleteBlocking();
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    chorusResult_t result = chorusEventQuery(event_);
+    while (result == chorusInProgress && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      result = chorusEventQuery(event_);
+    }
+    if (result == chorusInProgress) {
+      throw std::runtime_error("Chorus " + what_ + ": wait timed out after " + std::to_string(timeout.count()) +
+                               " ms");
+    }
+    Finish(result);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+std::vector<at::Tensor> ChorusWork::result() { return outputs_; }
+
+c10::intrusive_ptr<c10::ivalue::Future> ChorusWork::getFuture() { return future_; }
+
+}  // namespace torch_chorus

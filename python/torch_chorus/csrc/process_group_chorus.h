@@ -1,0 +1,118 @@
+// ProcessGroupChorus: the torch.distributed backend "chorus". Every
+// operation validates its tensors, stages the ones Chorus cannot use in
+// place (non-contiguous, lists that must be one buffer), enqueues its Chorus
+// calls on the group's host stream, records an event after them and returns
+// a ChorusWork. A completion thread finishes works in issue order, so that
+// futures complete without anyone waiting (DDP's reducer, comm hooks).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <tuple>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <chorus/chorus.h>
+
+#include "chorus_work.h"
+
+namespace torch_chorus {
+
+struct ChorusOptions {
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  std::string algo;  // like CHORUS_ALGO; empty: the environment, then the tuner
+};
+
+class ProcessGroupChorus : public c10d::ProcessGroup {
+ public:
+  // Rendezvous through `store`: rank 0 makes a Chorus unique id and sets it,
+  // the others get it. Collective over the group; bounded by the timeout.
+  ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, ChorusOptions options);
+  ~ProcessGroupChorus() override;
+
+  const std::string getBackendName() const override { return "chorus"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
+
+  // Chorus's explicit non-exact collectives (docs/lossy.md), for DDP hooks.
+  // `wire`: a chorusCompression_t; float32 tensors only. `key` names the
+  // error-feedback state (DDP: the bucket index): one per key and wire.
+  c10::intrusive_ptr<c10d::Work> AllReduceCompressed(at::Tensor& tensor, int wire, int64_t key);
+  // One GossipGraD step: tensor = (tensor + partner's tensor) / 2.
+  c10::intrusive_ptr<c10d::Work> Gossip(at::Tensor& tensor, bool rotate, uint64_t seed);
+
+  chorusComm_t comm() const { return comm_; }
+
+ private:
+  // Issues a launch: `issue` makes the Chorus calls on stream_ (returning
+  // the first failing result), then an event is recorded and a work made.
+  c10::intrusive_ptr<c10d::Work> Launch(c10d::OpType type, const char* title, std::string what,
+                                        const std::function<chorusResult_t()>& issue, std::vector<at::Tensor> outputs,
+                                        std::function<void()> finalize);
+  void CompletionLoop();
+
+  chorusComm_t comm_ = nullptr;
+  chorusStream_t stream_ = nullptr;
+  std::atomic<uint64_t> sequence_{0};
+  chorusGossipState_t gossip_ = CHORUS_GOSSIP_STATE_INITIALIZER;
+  // (key, wire, count) -> state; destroyed after the stream drained.
+  std::map<std::tuple<int64_t, int, size_t>, chorusCompressState_t> compress_states_;
+
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<c10::intrusive_ptr<ChorusWork>> pending_;
+  bool stopping_ = false;
+  std::thread completion_;  // last: starts once the members above exist
+};
+
+}  // namespace torch_chorus

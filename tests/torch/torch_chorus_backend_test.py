@@ -1,0 +1,363 @@
+"""torch_chorus's own tests: every operation x dtype x reduce op against a
+reference computed from the ranks' known inputs, uneven all-to-all,
+subgroups, asynchronous work and futures, errors (a killed rank, a stale
+store entry, unsupported input), and DDP trained with gloo and with chorus.
+
+Runs with Debian's /usr/bin/python3 (python3-torch) and the build's python/
+on PYTHONPATH: build/tests/torch/torch_chorus_backend_test does both."""
+import os
+import signal
+import sys
+import time
+import unittest
+
+import numpy
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gtest_style  # noqa: E402
+from harness import init, run_ranks  # noqa: E402
+
+REDUCE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+                 torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128]
+OPS = {"SUM": dist.ReduceOp.SUM, "AVG": dist.ReduceOp.AVG, "PRODUCT": dist.ReduceOp.PRODUCT,
+       "MIN": dist.ReduceOp.MIN, "MAX": dist.ReduceOp.MAX}
+COUNT = 37  # odd, so no size is a multiple of a vector width
+
+
+def rank_input(rank, dtype, count=COUNT):
+    """Small values whose sums, products and averages are exact in every dtype."""
+    i = torch.arange(count)
+    if dtype == torch.bool:
+        return ((i + rank) % 3 == 0)
+    if dtype.is_complex:
+        return torch.complex((i % 3 + rank + 1).double(), (i % 2 - rank).double()).to(dtype)
+    return (i % 3 + rank + 1).to(dtype)
+
+
+def defined(op, dtype):
+    if dtype.is_complex:
+        return op in ("SUM", "AVG")
+    if dtype == torch.bool:
+        return op != "AVG"
+    return True
+
+
+def reference(op, dtype, world):
+    xs = [rank_input(r, dtype) for r in range(world)]
+    if dtype == torch.bool:
+        stacked = torch.stack(xs)
+        return stacked.any(0) if op in ("SUM", "MAX") else stacked.all(0)
+    wide = torch.complex128 if dtype.is_complex else (torch.float64 if dtype.is_floating_point else torch.int64)
+    stacked = torch.stack([x.to(wide) for x in xs])
+    if op == "SUM":
+        result = stacked.sum(0)
+    elif op == "PRODUCT":
+        result = stacked.prod(0)
+    elif op == "MIN":
+        result = stacked.min(0).values
+    elif op == "MAX":
+        result = stacked.max(0).values
+    elif dtype.is_floating_point or dtype.is_complex:
+        result = stacked.sum(0) / world
+    else:
+        result = torch.div(stacked.sum(0), world, rounding_mode="trunc")
+    return result.to(dtype)
+
+
+def same(actual, expected):
+    if actual.dtype in (torch.float16, torch.bfloat16):
+        return torch.allclose(actual.float(), expected.float(), rtol=1e-2, atol=1e-2)
+    if actual.dtype.is_floating_point or actual.dtype.is_complex:
+        return torch.allclose(actual, expected, rtol=1e-6, atol=1e-6)
+    return torch.equal(actual, expected)
+
+
+def check_reductions(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    wrong = []
+    for dtype in REDUCE_DTYPES:
+        for name, op in OPS.items():
+            if not defined(name, dtype):
+                continue
+            want = reference(name, dtype, world)
+            t = rank_input(rank, dtype)
+            dist.all_reduce(t, op=op)
+            if not same(t, want):
+                wrong.append(f"all_reduce {name} {dtype}: {t[:6]} != {want[:6]}")
+            root = world - 1
+            t = rank_input(rank, dtype)
+            dist.reduce(t, root, op=op)
+            if rank == root and not same(t, want):
+                wrong.append(f"reduce {name} {dtype}")
+            # reduce_scatter: rank r's j-th input is rank_input(r) shifted by j.
+            inputs = [rank_input(rank, dtype) for _ in range(world)]
+            out = torch.zeros_like(inputs[0])
+            dist.reduce_scatter(out, inputs, op=op)
+            if not same(out, want):
+                wrong.append(f"reduce_scatter {name} {dtype}")
+            flat_out = torch.zeros_like(inputs[0])
+            dist.reduce_scatter_tensor(flat_out, torch.cat(inputs), op=op) if hasattr(dist, "reduce_scatter_tensor") \
+                else dist._reduce_scatter_base(flat_out, torch.cat(inputs), op=op)
+            if not same(flat_out, want):
+                wrong.append(f"_reduce_scatter_base {name} {dtype}")
+    # Non-contiguous and empty tensors.
+    t = torch.arange(12.).reshape(3, 4).t() * (rank + 1)
+    dist.all_reduce(t)
+    if not torch.equal(t, torch.arange(12.).reshape(3, 4).t() * (world * (world + 1) // 2)):
+        wrong.append("all_reduce of a transposed tensor")
+    empty = torch.zeros(0)
+    dist.all_reduce(empty)
+    # PREMUL_SUM: sum of factor * x.
+    if hasattr(dist, "_make_nccl_premul_sum"):
+        t = rank_input(rank, torch.float32)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+        if not same(t, reference("SUM", torch.float32, world) * 0.5):
+            wrong.append("PREMUL_SUM 0.5")
+    # coalesced
+    ts = [rank_input(rank, torch.float32, 5), rank_input(rank, torch.float32, 9)]
+    dist.all_reduce_coalesced(ts)
+    if not (same(ts[0], reference("SUM", torch.float32, world)[:5]) and
+            same(ts[1], reference("SUM", torch.float32, world)[:9])):
+        wrong.append("all_reduce_coalesced")
+    assert not wrong, "\n".join(wrong)
+
+
+def check_data_movement(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    wrong = []
+    for dtype in REDUCE_DTYPES + [torch.int16, torch.float16]:
+        mine = rank_input(rank, dtype)
+        everyone = [rank_input(r, dtype) for r in range(world)]
+        for root in range(world):
+            t = mine.clone()
+            dist.broadcast(t, root)
+            if not torch.equal(t, everyone[root]):
+                wrong.append(f"broadcast {dtype} root {root}")
+        outs = [torch.zeros_like(mine) for _ in range(world)]
+        dist.all_gather(outs, mine)
+        if not all(torch.equal(o, e) for o, e in zip(outs, everyone)):
+            wrong.append(f"all_gather {dtype}")
+        flat = torch.zeros(world * COUNT, dtype=dtype)
+        dist._all_gather_base(flat, mine)
+        if not torch.equal(flat, torch.cat(everyone)):
+            wrong.append(f"_all_gather_base {dtype}")
+        root = world - 1
+        gathered = [torch.zeros_like(mine) for _ in range(world)] if rank == root else None
+        dist.gather(mine, gathered, dst=root)
+        if rank == root and not all(torch.equal(o, e) for o, e in zip(gathered, everyone)):
+            wrong.append(f"gather {dtype}")
+        out = torch.zeros_like(mine)
+        dist.scatter(out, everyone if rank == 0 else None, src=0)
+        if not torch.equal(out, everyone[rank]):
+            wrong.append(f"scatter {dtype}")
+        # all_to_all with equal blocks: block j of rank r is rank_input(r) + j.
+        sends = [(rank_input(rank, dtype, 4).to(torch.int64) + j).to(dtype) for j in range(world)]
+        recvs = [torch.zeros(4, dtype=dtype) for _ in range(world)]
+        dist.all_to_all(recvs, sends)
+        want = [(rank_input(r, dtype, 4).to(torch.int64) + rank).to(dtype) for r in range(world)]
+        if not all(torch.equal(a, b) for a, b in zip(recvs, want)):
+            wrong.append(f"all_to_all {dtype}")
+    # allgather_coalesced: two tensors of different shapes.
+    ins = [torch.full((2, 3), float(rank)), torch.full((5,), float(10 + rank))]
+    outs = [[torch.zeros(2, 3), torch.zeros(5)] for _ in range(world)]
+    dist.all_gather_coalesced(outs, ins)
+    for r in range(world):
+        if not (torch.equal(outs[r][0], torch.full((2, 3), float(r))) and
+                torch.equal(outs[r][1], torch.full((5,), float(10 + r)))):
+            wrong.append("all_gather_coalesced")
+    assert not wrong, "\n".join(wrong)
+
+
+def check_uneven_alltoall(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    # Rank r sends (r + j + 1) rows of 3 values to rank j, each row r*100 + j.
+    in_splits = [rank + j + 1 for j in range(world)]
+    out_splits = [r + rank + 1 for r in range(world)]
+    inp = torch.cat([torch.full((n, 3), float(rank * 100 + j)) for j, n in enumerate(in_splits)])
+    out = torch.zeros(sum(out_splits), 3)
+    dist.all_to_all_single(out, inp, out_splits, in_splits)
+    want = torch.cat([torch.full((n, 3), float(r * 100 + rank)) for r, n in enumerate(out_splits)])
+    assert torch.equal(out, want), f"{out[:, 0].tolist()} != {want[:, 0].tolist()}"
+    # Zero rows to some peers.
+    in_splits = [0 if j == rank else 2 for j in range(world)]
+    out_splits = [0 if r == rank else 2 for r in range(world)]
+    inp = torch.arange(sum(in_splits), dtype=torch.int64) + 1000 * rank
+    out = torch.full((sum(out_splits),), -1, dtype=torch.int64)
+    dist.all_to_all_single(out, inp, out_splits, in_splits)
+    want = []
+    for r in range(world):
+        if r == rank:
+            continue
+        first = sum(0 if j == r else 2 for j in range(rank))
+        want += [1000 * r + first, 1000 * r + first + 1]
+    assert out.tolist() == want, f"{out.tolist()} != {want}"
+
+
+def check_subgroups_p2p_async(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    evens = dist.new_group([r for r in range(world) if r % 2 == 0])
+    odds = dist.new_group([r for r in range(world) if r % 2 == 1])
+    mine = evens if rank % 2 == 0 else odds
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, group=mine)
+    assert t.item() == sum(r for r in range(world) if r % 2 == rank % 2), t
+    # p2p around a ring, non-blocking both ways.
+    right, left = (rank + 1) % world, (rank - 1) % world
+    out = torch.full((1000,), float(rank))
+    got = torch.zeros(1000)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, out, right), dist.P2POp(dist.irecv, got, left)])
+    for req in reqs:
+        req.wait()
+    assert torch.equal(got, torch.full((1000,), float(left))), got[:3]
+    if world > 1:
+        if rank == 0:
+            dist.send(torch.arange(7.), 1)
+        elif rank == 1:
+            r = torch.zeros(7)
+            dist.recv(r, 0)
+            assert torch.equal(r, torch.arange(7.))
+    # Several works in flight; each future carries its own tensor.
+    tensors = [torch.full((4096,), float(rank + k)) for k in range(5)]
+    works = [dist.all_reduce(x, async_op=True) for x in tensors]
+    futures = [w.get_future() for w in works]
+    for k, fut in enumerate(futures):
+        value = fut.wait()[0]
+        assert value[0].item() == sum(r + k for r in range(world)), (k, value[0])
+    assert all(w.is_completed() and w.is_success() for w in works)
+    chained = dist.all_reduce(torch.ones(3), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
+    assert torch.equal(chained.wait(), torch.full((3,), 2.0 * world))
+    dist.barrier()
+    try:
+        dist.recv(torch.zeros(1))
+    except RuntimeError as error:
+        assert "any source" in str(error), error
+    else:
+        raise AssertionError("recv without a source did not raise")
+
+
+def check_clear_errors(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    cases = {
+        "BAND": lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND),
+        "int16": lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)),
+        "cuda": lambda: dist.all_reduce(torch.ones(3, device="meta")),
+    }
+    for what, call in cases.items():
+        try:
+            call()
+        except RuntimeError as error:
+            assert "Chorus" in str(error) or "chorus" in str(error), (what, error)
+        else:
+            raise AssertionError(f"{what} did not raise")
+    dist.barrier()  # the group still works
+
+
+def killed_rank(rank, world, store_dir):
+    init("chorus", rank, world, store_dir, timeout_s=5)
+    dist.all_reduce(torch.ones(10))
+    if rank == world - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.5)
+    start = time.monotonic()
+    try:
+        for _ in range(3):
+            dist.all_reduce(torch.ones(1 << 16))
+    except RuntimeError as error:
+        elapsed = time.monotonic() - start
+        return str(error), elapsed
+    raise AssertionError("no error after a rank was killed")
+
+
+def stale_store_entry(rank, world, store_dir):
+    # A Chorus id from a job that is gone: rank 0 does not take part, the
+    # others find its id in the store and must fail cleanly within the timeout.
+    store = dist.FileStore(os.path.join(store_dir, "stale"), world)
+    if rank == 0:
+        import torch_chorus
+        pg = torch_chorus.ProcessGroupChorus(dist.HashStore(), 0, 1, __import__("datetime").timedelta(seconds=3))
+        del pg  # its id's listener is closed: a stale rendezvous
+        return "root"
+    return None
+
+
+def ddp_weights(rank, world, store_dir, backend, steps):
+    init(backend, rank, world, store_dir)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 10))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(1 + rank)
+    for _ in range(steps):
+        x = torch.randn(8, 1, 8, 8, generator=gen)
+        y = torch.randint(0, 10, (8,), generator=gen)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().numpy().copy() for p in model.parameters()]  # tensors do not outlive the process
+
+
+def ddp_hook(rank, world, store_dir, hook_name):
+    import torch_chorus
+    init("chorus", rank, world, store_dir)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 8)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp.register_comm_hook(None, getattr(torch_chorus.hooks, hook_name))
+    x = torch.randn(16, 64, generator=torch.Generator().manual_seed(rank))
+    ddp(x).sum().backward()
+    return model.weight.grad.numpy().copy()
+
+
+class ChorusBackendTest(unittest.TestCase):
+    def test_reductions_every_dtype_and_op_2_ranks(self):
+        run_ranks(check_reductions, 2)
+
+    def test_reductions_every_dtype_and_op_3_ranks(self):
+        run_ranks(check_reductions, 3)
+
+    def test_data_movement_every_dtype_3_ranks(self):
+        run_ranks(check_data_movement, 3)
+
+    def test_uneven_alltoall_3_ranks(self):
+        run_ranks(check_uneven_alltoall, 3)
+
+    def test_subgroups_p2p_and_futures_4_ranks(self):
+        run_ranks(check_subgroups_p2p_async, 4)
+
+    def test_unsupported_input_raises_clearly(self):
+        run_ranks(check_clear_errors, 2)
+
+    def test_killed_rank_raises_on_every_survivor_within_the_timeout(self):
+        values = run_ranks(killed_rank, 3, expect_dead=(2,), deadline_s=60)
+        self.assertEqual(sorted(values), [0, 1])
+        for rank, (message, elapsed) in values.items():
+            self.assertIn("Chorus", message)
+            self.assertIn("peer 2", message)  # names the dead rank
+            self.assertLess(elapsed, 15.0, f"rank {rank} took {elapsed:.1f} s: {message}")
+
+    def test_ddp_same_weights_as_gloo(self):
+        gloo = run_ranks(ddp_weights, 2, "gloo", 5)
+        chorus = run_ranks(ddp_weights, 2, "chorus", 5)
+        for rank in (0, 1):
+            for a, b in zip(gloo[rank], chorus[rank]):
+                # Two ranks: each sum is x0 + x1 in both backends, and DDP divides
+                # both the same way, so the bits match.
+                self.assertTrue(numpy.array_equal(a, b), f"rank {rank}: max diff {abs(a - b).max()}")
+        for a, b in zip(chorus[0], chorus[1]):
+            self.assertTrue(numpy.array_equal(a, b))
+
+    def test_ddp_comm_hooks(self):
+        exact = run_ranks(ddp_weights, 2, "chorus", 1)  # warm-up of the path, not compared
+        self.assertEqual(len(exact), 2)
+        for hook in ("fp16_wire_hook", "bf16_wire_hook", "one_bit_ef_hook", "sign_vote_hook", "gossip_hook"):
+            grads = run_ranks(ddp_hook, 2, hook)
+            self.assertTrue(numpy.isfinite(grads[0]).all(), hook)
+            self.assertTrue(numpy.array_equal(grads[0], grads[1]), hook)
+
+
+if __name__ == "__main__":
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(ChorusBackendTest)
+    sys.exit(gtest_style.run(suite))
