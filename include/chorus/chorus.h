@@ -192,11 +192,20 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
  * `comm` itself stays failed: destroy or abort it as usual.
  * Every member gets the same membership, or an error (chorusRemoteError,
  * chorusTimeout) when it cannot be agreed, e.g. the lowest survivor dies
- * after answering; the call then may be retried on `comm`. Every wait is
- * bounded: the agreement by the timeout, the new communicator's creation by
- * the timeout again. Collective over the survivors; one shrink at a time per
- * communicator. Ranks are assumed fail-stop (a dead process's sockets close)
- * on a network that does not lose connections between live processes.
+ * after answering; the call then may be retried on `comm`. A live rank that
+ * was left out (it called too late) never forms a communicator of its own:
+ * it gets chorusRemoteError naming the ranks that went on without it, now
+ * and on every later shrink of `comm`. For that the members keep `comm`'s
+ * small recovery listener (and one thread answering it) open while they
+ * hold the new communicator or one made from it, also after destroying
+ * `comm`. A rank counts as dead only once its process is gone: a stopped or
+ * hung rank below every caller is not left out, and the call ends with
+ * chorusTimeout naming it (end that process, or let it call shrink too).
+ * Every wait is bounded: the agreement by the timeout, the new
+ * communicator's creation by the timeout again. Collective over the
+ * survivors; one shrink at a time per communicator. Ranks are assumed
+ * fail-stop (a dead process's sockets close) on a network that does not
+ * lose connections between live processes.
  */
 chorusResult_t chorusCommShrink(chorusComm_t comm, chorusComm_t* newcomm);
 

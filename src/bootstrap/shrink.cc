@@ -1,56 +1,83 @@
 // A survivor's side of shrink: find the lowest live rank and join it, or be
-// the root when every lower rank is dead.
+// the root when every lower rank is gone; then record what was agreed and
+// answer late ranks with it.
 #include "bootstrap/shrink.h"
 
 #include <algorithm>
 #include <thread>
 
 #include "base/log.h"
-#include "bootstrap/rendezvous_protocol.h"
 #include "bootstrap/shrink_protocol.h"
-#include "transports/socket/handshake.h"
 
 namespace chorus {
 namespace {
 
 using namespace shrink;
 
+// Pauses before scanning again: after a candidate went away, and (longer)
+// after a member of an earlier shrink said it is not shrinking now.
 constexpr int kRescanPauseMs = 10;
+constexpr int kAskAgainPauseMs = 50;
 
-// Joins the root candidate on `socket`. chorusRemoteError means the candidate
-// died (or dropped us) before answering: the caller scans again.
+// How a join attempt ended when it did not settle the shrink.
+struct Rescan {
+  bool wanted = false;
+  int pause_ms = kRescanPauseMs;
+  std::string why;
+};
+
+// Joins the root candidate on `socket`. Sets `rescan` when the candidate
+// went away (or dropped us) before answering, or is not shrinking now: the
+// caller scans again. Otherwise the result is final.
 Status JoinRoot(const RecoveryEndpoint& endpoint, const Socket& socket, int root, Deadline deadline,
-                ShrinkOutcome* outcome) {
-  Hello hello;
-  hello.purpose = ConnectionPurpose::kRendezvous;
-  hello.rank = endpoint.rank;
-  CHORUS_RETURN_IF_ERROR(ConnectHandshake(socket, endpoint.secret, hello, deadline));
-  uint8_t request[kJoinBytes];
-  rendezvous::PutU32(request, kJoinMagic);
-  rendezvous::PutU32(request + 4, static_cast<uint32_t>(endpoint.rank));
-  rendezvous::PutU32(request + 8, static_cast<uint32_t>(endpoint.nranks));
-  CHORUS_RETURN_IF_ERROR(socket.SendAll(request, sizeof(request), deadline));
-  uint8_t header[kReplyHeaderBytes];
-  Status received = socket.RecvAll(header, sizeof(header), deadline);
+                ShrinkOutcome* outcome, Rescan* rescan, std::vector<int>* left_out_of) {
+  Status sent = SendRequest(endpoint, socket, deadline);
+  if (sent.code() == chorusTimeout) {
+    // Its kernel queued the connection, but nobody on that rank accepted it.
+    return TimeoutError("rank ", endpoint.rank, ": rank ", root, " accepts connections on its recovery listener but "
+                        "never answered: it is stopped or hung, or did not call chorusCommShrink in time. A live rank "
+                        "below every survivor cannot be left out (only a rank whose process is gone is taken for "
+                        "dead): end its process, or have it call chorusCommShrink");
+  }
+  if (sent.code() == chorusRemoteError) {
+    *rescan = {true, kRescanPauseMs, sent.message()};
+    return sent;
+  }
+  CHORUS_RETURN_IF_ERROR(sent);
+  Reply reply;
+  Status received = ReadReply(socket, deadline, &reply);
   if (received.code() == chorusTimeout) {
     return TimeoutError("rank ", endpoint.rank, " timed out waiting for shrink root rank ", root,
                         " to hear from every survivor");
   }
-  CHORUS_RETURN_IF_ERROR(received);
-  const uint32_t code = rendezvous::GetU32(header);
-  const uint64_t body_bytes = rendezvous::GetU64(header + 4);
-  if (code >= chorusNumResults || body_bytes > kMaxBodyBytes) {
-    return InternalError("shrink: malformed reply from root rank ", root);
+  if (received.code() == chorusRemoteError) {
+    *rescan = {true, kRescanPauseMs, received.message()};
+    return received;
   }
-  std::string body(body_bytes, '\0');
-  CHORUS_RETURN_IF_ERROR(socket.RecvAll(body.data(), body.size(), deadline));
-  // A refusal is final: rescanning would meet the same root again.
-  if (code != chorusSuccess) {
-    return Status(code == chorusRemoteError ? chorusInternalError : static_cast<chorusResult_t>(code),
-                  StrCat("shrink root rank ", root, " refused rank ", endpoint.rank, ": ", body));
+  CHORUS_RETURN_IF_ERROR(received);
+  if (reply.code == kReplyLeftOut || reply.code == kReplyNotShrinking) {
+    std::vector<int> agreed;
+    CHORUS_RETURN_IF_ERROR(DecodeRanks(reply.body, endpoint.nranks, &agreed));
+    if (reply.code == kReplyLeftOut) {
+      if (std::binary_search(agreed.begin(), agreed.end(), endpoint.rank)) {
+        return InternalError("shrink: rank ", root, " told rank ", endpoint.rank, " it was left out of ",
+                             FormatRanks(agreed));
+      }
+      *left_out_of = agreed;
+      return LeftOutError(endpoint.rank, agreed, root);
+    }
+    *rescan = {true, kAskAgainPauseMs,
+               StrCat("rank ", root, " agreed on ranks ", FormatRanks(agreed),
+                      " in an earlier shrink of this communicator and is not shrinking it now")};
+    return Status::Ok();
+  }
+  // A refusal is final: scanning again would meet the same root.
+  if (reply.code != chorusSuccess) {
+    return Status(static_cast<chorusResult_t>(reply.code),
+                  StrCat("shrink root rank ", root, " refused rank ", endpoint.rank, ": ", reply.body));
   }
   Table table;
-  CHORUS_RETURN_IF_ERROR(DecodeTable(body, endpoint.nranks, &table));
+  CHORUS_RETURN_IF_ERROR(DecodeTable(reply.body, endpoint.nranks, &table));
   const auto mine = std::find(table.survivors.begin(), table.survivors.end(), endpoint.rank);
   if (mine == table.survivors.end() || table.survivors.front() != root) {
     return InternalError("shrink: root rank ", root, " sent a table without rank ", endpoint.rank);
@@ -62,7 +89,47 @@ Status JoinRoot(const RecoveryEndpoint& endpoint, const Socket& socket, int root
   return Status::Ok();
 }
 
+Status NoRoot(const RecoveryEndpoint& endpoint, const std::string& last_rescan) {
+  return TimeoutError("rank ", endpoint.rank, ": shrink found no root before the deadline",
+                      last_rescan.empty() ? "" : " (last: ", last_rescan, last_rescan.empty() ? "" : ")");
+}
+
+Status Agree(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline, ShrinkOutcome* outcome,
+             std::vector<int>* left_out_of) {
+  std::string last_rescan;
+  while (!deadline.Expired()) {
+    Rescan rescan;
+    for (int candidate = 0; candidate < endpoint.rank && !rescan.wanted; ++candidate) {
+      bool alive = false;
+      Socket socket;
+      CHORUS_RETURN_IF_ERROR(Probe(endpoint.addresses[candidate], deadline, &alive, &socket));
+      if (!alive) continue;
+      socket.set_peer_name(StrCat("shrink root candidate rank ", candidate, " (", socket.peer_name(), ")"));
+      Status joined = JoinRoot(endpoint, socket, candidate, deadline, outcome, &rescan, left_out_of);
+      if (!rescan.wanted) {
+        // Timing out after scanning again is the deadline, not this candidate.
+        return joined.code() == chorusTimeout && !last_rescan.empty() ? NoRoot(endpoint, last_rescan) : joined;
+      }
+      CHORUS_INFO("SHRINK", "rank ", endpoint.rank, ": scanning again: ", rescan.why);
+      last_rescan = rescan.why;
+    }
+    if (deadline.Expired()) break;
+    if (!rescan.wanted) return ServeAsRoot(endpoint, gather_deadline, deadline, outcome, left_out_of);
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(rescan.pause_ms, deadline.RemainingMs())));
+  }
+  return NoRoot(endpoint, last_rescan);
+}
+
 }  // namespace
+
+RecoveryEndpoint::RecoveryEndpoint() = default;
+
+RecoveryEndpoint::~RecoveryEndpoint() { responder.reset(); }
+
+std::shared_ptr<RecoveryEndpoint> LineageToKeep(const std::shared_ptr<RecoveryEndpoint>& parent) {
+  if (parent == nullptr) return nullptr;
+  return parent->ever_agreed.load() ? parent : parent->predecessor;
+}
 
 Status AgreeOnSurvivors(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline,
                         ShrinkOutcome* outcome) {
@@ -71,24 +138,30 @@ Status AgreeOnSurvivors(RecoveryEndpoint& endpoint, Deadline gather_deadline, De
   if (static_cast<int>(endpoint.addresses.size()) != endpoint.nranks || !endpoint.listener.valid()) {
     return InternalError("shrink: the communicator has no recovery endpoint");
   }
-  while (!deadline.Expired()) {
-    bool rescan = false;
-    for (int candidate = 0; candidate < endpoint.rank && !rescan; ++candidate) {
-      bool alive = false;
-      Socket socket;
-      CHORUS_RETURN_IF_ERROR(Probe(endpoint.addresses[candidate], deadline, &alive, &socket));
-      if (!alive) continue;
-      socket.set_peer_name(StrCat("shrink root candidate rank ", candidate, " (", socket.peer_name(), ")"));
-      Status joined = JoinRoot(endpoint, socket, candidate, deadline, outcome);
-      if (joined.code() != chorusRemoteError) return joined;
-      CHORUS_INFO("SHRINK", "rank ", endpoint.rank, ": candidate root rank ", candidate,
-                  " went away, scanning again: ", joined.message());
-      rescan = true;
-    }
-    if (!rescan) return ServeAsRoot(endpoint, gather_deadline, deadline, outcome);
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(kRescanPauseMs, deadline.RemainingMs())));
+  // The listener belongs to this shrink until it ends.
+  endpoint.responder.reset();
+  std::vector<int> left_out_of;
+  // Once left out, always: the others went on without this rank.
+  Status status = endpoint.left_out.ok() ? Agree(endpoint, gather_deadline, deadline, outcome, &left_out_of)
+                                         : endpoint.left_out;
+  if (status.ok()) {
+    endpoint.agreed = outcome->survivors;
+    endpoint.ever_agreed.store(true);
+  } else if (!left_out_of.empty()) {
+    // Passed on to ranks that ask this one (late ranks too, or joiners).
+    endpoint.agreed = left_out_of;
+    endpoint.left_out = status;
   }
-  return TimeoutError("rank ", endpoint.rank, ": shrink found no root before the deadline");
+  if (!endpoint.agreed.empty()) {
+    // Without it a late rank could take this one for dead: a member that
+    // cannot answer fails its shrink (the others' then fail without it).
+    Status started = Responder::Start(endpoint, endpoint.agreed, &endpoint.responder);
+    if (!started.ok()) {
+      CHORUS_WARN("SHRINK", "rank ", endpoint.rank, ": ", started.message());
+      if (status.ok()) status = started.WithContext(StrCat("rank ", endpoint.rank, ": after the shrink agreement"));
+    }
+  }
+  return status;
 }
 
 }  // namespace chorus

@@ -1,6 +1,7 @@
 // The shrink root: the lowest live rank. It decides the survivor set (ranks
 // that joined, minus those whose connection closed before the answer) and
-// answers every member with the same table.
+// answers every member with the same table, unless a rank it asks says that
+// a shrink was agreed without it.
 #include <poll.h>
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include "base/log.h"
 #include "bootstrap/rendezvous_protocol.h"
 #include "bootstrap/shrink_protocol.h"
-#include "transports/socket/handshake.h"
 
 namespace chorus::shrink {
 namespace {
@@ -34,13 +34,28 @@ class ShrinkRoot {
         gather_deadline_(gather_deadline),
         deadline_(deadline),
         members_(endpoint.nranks, Member::kUnknown),
-        sockets_(endpoint.nranks) {
+        sockets_(endpoint.nranks),
+        questions_(endpoint.nranks) {
     for (int rank = 0; rank < endpoint.rank; ++rank) members_[rank] = Member::kDead;
     members_[endpoint.rank] = Member::kJoined;
   }
 
-  Status Run(ShrinkOutcome* outcome) {
+  Status Run(ShrinkOutcome* outcome, std::vector<int>* left_out_of) {
     Gather();
+    if (!left_out_of_.empty()) {
+      // Our joiners were left out of it too; one that is a member of it
+      // (shrinking the old communicator again) is sent to ask again.
+      for (int rank = 0; rank < endpoint_.nranks; ++rank) {
+        const bool member = std::binary_search(left_out_of_.begin(), left_out_of_.end(), rank);
+        Answer(rank, member ? kReplyNotShrinking : kReplyLeftOut, EncodeRanks(left_out_of_));
+      }
+      *left_out_of = left_out_of_;
+      return LeftOutError(endpoint_.rank, left_out_of_, told_by_);
+    }
+    if (!conflict_.ok()) {
+      for (int rank = 0; rank < endpoint_.nranks; ++rank) Answer(rank, conflict_.code(), conflict_.message());
+      return conflict_;
+    }
     Table table;
     for (int rank = 0; rank < endpoint_.nranks; ++rank) {
       if (members_[rank] == Member::kJoined && rank != endpoint_.rank && HungUp(sockets_[rank])) {
@@ -55,13 +70,14 @@ class ShrinkRoot {
     Status started = StartRendezvousRootWithSecret(endpoint_.ifname, id.secret,
                                                    std::max(1000, deadline_.RemainingMs()), &id);
     if (!started.ok()) {
-      AnswerAll(started.code(), started.message());
+      for (int rank = 0; rank < endpoint_.nranks; ++rank) Answer(rank, started.code(), started.message());
       return started;
     }
     table.root_address = id.root_address;
     CHORUS_INFO("SHRINK", "rank ", endpoint_.rank, " is the shrink root: ", table.survivors.size(), " of ",
                 endpoint_.nranks, " ranks survive");
-    AnswerAll(chorusSuccess, EncodeTable(table));
+    const std::string body = EncodeTable(table);
+    for (int rank = 0; rank < endpoint_.nranks; ++rank) Answer(rank, chorusSuccess, body);
     outcome->survivors = table.survivors;
     outcome->new_rank = 0;  // the root is the lowest survivor
     outcome->id = id;
@@ -72,21 +88,51 @@ class ShrinkRoot {
   bool Decided() const {
     return std::none_of(members_.begin(), members_.end(), [](Member m) { return m == Member::kUnknown; });
   }
+  bool Stopped() const { return !left_out_of_.empty() || !conflict_.ok(); }
 
-  // Until every rank has joined or is dead, or the gather deadline passes.
+  // Until every rank has joined or is gone, or the gather deadline passes,
+  // or a rank says a shrink was agreed without us.
   void Gather() {
     Deadline next_probe = Deadline::AfterMs(0);
-    while (!Decided() && !gather_deadline_.Expired()) {
+    while (!Decided() && !Stopped() && !gather_deadline_.Expired()) {
+      if (next_probe.Expired()) {
+        ProbeUnknown();
+        next_probe = Deadline::AfterMs(kProbeEveryMs);
+      }
+      Serve(Sooner(Sooner(gather_deadline_, next_probe), Deadline::AfterMs(kAcceptSliceMs)), true);
+    }
+    // Answers that arrived with the deadline still count.
+    if (!Decided() && !Stopped()) Serve(Deadline::AfterMs(0), false);
+  }
+
+  // Waits until `until` for a joiner (when `accept`) or an answer to one of
+  // our questions, and handles what is ready.
+  void Serve(Deadline until, bool accept) {
+    std::vector<pollfd> entries;
+    std::vector<int> owners;  // -1: the listener
+    if (accept) {
+      entries.push_back({endpoint_.listener.fd(), POLLIN, 0});
+      owners.push_back(-1);
+    }
+    for (int rank = 0; rank < endpoint_.nranks; ++rank) {
+      if (!questions_[rank].valid()) continue;
+      entries.push_back({questions_[rank].fd(), POLLIN, 0});
+      owners.push_back(rank);
+    }
+    if (entries.empty()) return;
+    if (::poll(entries.data(), entries.size(), until.RemainingMs()) <= 0) return;  // EINTR: the caller loops
+    for (size_t i = 0; i < entries.size() && !Stopped(); ++i) {
+      if (entries[i].revents == 0) continue;
+      if (owners[i] >= 0) {
+        Hear(owners[i]);
+        continue;
+      }
       Socket socket;
-      Status accepted = endpoint_.listener.Accept(Sooner(gather_deadline_, Deadline::AfterMs(kAcceptSliceMs)), &socket);
+      Status accepted = endpoint_.listener.Accept(Deadline::AfterMs(0), &socket);
       if (accepted.ok()) {
         Admit(std::move(socket));
       } else if (accepted.code() != chorusTimeout) {
         CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": accept failed: ", accepted.message());
-      }
-      if (next_probe.Expired()) {
-        ProbeUnknown();
-        next_probe = Deadline::AfterMs(kProbeEveryMs);
       }
     }
   }
@@ -95,65 +141,102 @@ class ShrinkRoot {
   // connections (abandoned probes and joins) fail here and are dropped.
   void Admit(Socket socket) {
     const Deadline quick = Sooner(gather_deadline_, Deadline::AfterMs(rendezvous::kPerConnectionTimeoutMs));
-    Hello hello;
-    Status status = AcceptHandshake(socket, endpoint_.secret, ConnectionPurpose::kRendezvous, quick, &hello);
-    uint8_t request[kJoinBytes];
-    if (status.ok()) status = socket.RecvAll(request, sizeof(request), quick);
+    int rank = -1;
+    Status status = ReadRequest(endpoint_, socket, quick, &rank);
     if (!status.ok()) {
       CHORUS_TRACE("SHRINK", "rank ", endpoint_.rank, ": dropped a connection: ", status.message());
       return;
     }
-    const int rank = static_cast<int32_t>(rendezvous::GetU32(request + 4));
-    const int nranks = static_cast<int32_t>(rendezvous::GetU32(request + 8));
-    Status valid;
-    if (rendezvous::GetU32(request) != kJoinMagic || rank != hello.rank) {
-      valid = InvalidUsage("malformed shrink request from ", socket.peer_name());
-    } else if (nranks != endpoint_.nranks || rank <= endpoint_.rank || rank >= nranks) {
-      valid = InvalidUsage("shrink root rank ", endpoint_.rank, " of ", endpoint_.nranks, " ranks cannot take rank ",
-                           rank, " of ", nranks, " (different communicators, or a lower rank is unreachable "
-                           "from the root only)");
-    }
-    if (!valid.ok()) {
-      SendReply(socket, valid.code(), valid.message(), quick).IgnoreError();
+    if (rank < endpoint_.rank) {
+      // It found every rank below it gone, and so took this live rank for
+      // gone too, or asks us as a root itself: only a network that lets
+      // some ranks reach a listener and not others does that.
+      Status refused = RemoteError("shrink root rank ", endpoint_.rank, " cannot take rank ", rank,
+                                   ", which is below it (a lower rank is unreachable from the root only)");
+      SendReply(socket, refused.code(), refused.message(), quick).IgnoreError();
       return;
     }
     socket.set_peer_name(StrCat("rank ", rank, " (", socket.peer_name(), ")"));
     members_[rank] = Member::kJoined;
     sockets_[rank] = std::move(socket);  // a rejoin replaces an abandoned one
+    questions_[rank] = Socket();
   }
 
+  // Opens one question to every rank still unheard of that has none open
+  // (refused: the rank is gone). The question stays queued on a rank that is
+  // not answering its listener (not shrinking yet, or still joining a root);
+  // the rank's responder answers it if a shrink was agreed there.
   void ProbeUnknown() {
     for (int rank = 0; rank < endpoint_.nranks && !gather_deadline_.Expired(); ++rank) {
-      if (members_[rank] != Member::kUnknown) continue;
+      if (members_[rank] != Member::kUnknown || questions_[rank].valid()) continue;
       bool alive = false;
       Socket probe;
       Status status = Probe(endpoint_.addresses[rank], gather_deadline_, &alive, &probe);
-      if (status.ok() && !alive) members_[rank] = Member::kDead;
+      if (!status.ok()) continue;
+      if (!alive) {
+        members_[rank] = Member::kDead;
+        continue;
+      }
+      probe.set_peer_name(StrCat("rank ", rank, " (", probe.peer_name(), ")"));
+      questions_[rank] = std::move(probe);
     }
   }
 
-  void AnswerAll(chorusResult_t code, const std::string& body) {
-    for (int rank = 0; rank < endpoint_.nranks; ++rank) {
-      if (rank == endpoint_.rank || !sockets_[rank].valid()) continue;
-      if (members_[rank] != Member::kJoined) continue;
-      Status sent = SendReply(sockets_[rank], code, body, deadline_);
-      // Its process died after the check: the new communicator's rendezvous
-      // then fails for everyone, bounded by its timeout.
-      if (!sent.ok()) CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": answering: ", sent.message());
+  // Our question to `rank` was accepted (or its connection failed).
+  void Hear(int rank) {
+    if (!questions_[rank].valid() || members_[rank] != Member::kUnknown) return;  // it joined meanwhile
+    const Socket question = std::move(questions_[rank]);  // one question per connection
+    const Deadline quick = Sooner(deadline_, Deadline::AfterMs(kAnswerMs));
+    Status status = SendRequest(endpoint_, question, quick);
+    Reply reply;
+    if (status.ok()) status = ReadReply(question, quick, &reply);
+    if (!status.ok()) {
+      // Reset: its listener closed (the next probe tells); or it dropped us.
+      CHORUS_TRACE("SHRINK", "rank ", endpoint_.rank, ": asking rank ", rank, ": ", status.message());
+      return;
     }
+    if (reply.code == kReplyNotShrinking) return;  // shares an earlier shrink with us: asked again at the next probe
+    if (reply.code == kReplyLeftOut) {
+      std::vector<int> agreed;
+      Status decoded = DecodeRanks(reply.body, endpoint_.nranks, &agreed);
+      if (decoded.ok() && !std::binary_search(agreed.begin(), agreed.end(), endpoint_.rank)) {
+        left_out_of_ = agreed;
+        told_by_ = rank;
+      } else if (!decoded.ok()) {
+        conflict_ = decoded;
+      }
+      return;
+    }
+    // A root (or another error): two roots at once, which only a network
+    // that hides some listeners from some ranks brings about.
+    conflict_ = RemoteError("shrink root rank ", endpoint_.rank, " asked rank ", rank, ", which answered: ",
+                            reply.body);
+  }
+
+  void Answer(int rank, uint32_t code, const std::string& body) {
+    if (rank == endpoint_.rank || !sockets_[rank].valid() || members_[rank] != Member::kJoined) return;
+    Status sent = SendReply(sockets_[rank], code, body, deadline_);
+    // Its process died after the check: the new communicator's rendezvous
+    // then fails for everyone, bounded by its timeout.
+    if (!sent.ok()) CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": answering: ", sent.message());
   }
 
   RecoveryEndpoint& endpoint_;
   const Deadline gather_deadline_;
   const Deadline deadline_;
   std::vector<Member> members_;
-  std::vector<Socket> sockets_;
+  std::vector<Socket> sockets_;    // joiners, waiting for the answer
+  std::vector<Socket> questions_;  // open questions to ranks still unheard of
+  std::vector<int> left_out_of_;   // a shrink agreed without us, as told by told_by_
+  int told_by_ = -1;
+  Status conflict_;
 };
 
 }  // namespace
 
-Status ServeAsRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline, ShrinkOutcome* outcome) {
-  return ShrinkRoot(endpoint, gather_deadline, deadline).Run(outcome);
+Status ServeAsRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline, ShrinkOutcome* outcome,
+                   std::vector<int>* left_out_of) {
+  return ShrinkRoot(endpoint, gather_deadline, deadline).Run(outcome, left_out_of);
 }
 
 }  // namespace chorus::shrink

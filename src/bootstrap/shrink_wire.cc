@@ -1,5 +1,5 @@
 // Shrink's building blocks: the listener, single connection attempts, the
-// table and the derived secret.
+// request and reply, the table and the derived secret.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,6 +11,7 @@
 #include "base/siphash.h"
 #include "bootstrap/rendezvous_protocol.h"
 #include "bootstrap/shrink_protocol.h"
+#include "transports/socket/handshake.h"
 #include "transports/socket/interface.h"
 
 namespace chorus {
@@ -36,38 +37,80 @@ using rendezvous::GetU64;
 using rendezvous::PutU32;
 using rendezvous::PutU64;
 
+namespace {
+
+void AppendU32(std::string* out, uint32_t value) {
+  uint8_t word[4];
+  PutU32(word, value);
+  out->append(reinterpret_cast<const char*>(word), 4);
+}
+
+// n u32 then n old ranks u32, strictly ascending and below `old_nranks`,
+// starting at `*at`; `*at` moves past them.
+Status ParseRanks(const std::string& body, int old_nranks, size_t* at, std::vector<int>* ranks) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(body.data());
+  if (body.size() < *at + 4) return InternalError("shrink: truncated membership");
+  const uint32_t count = GetU32(bytes + *at);
+  *at += 4;
+  if (count < 1 || count > static_cast<uint32_t>(old_nranks) || body.size() - *at < 4 * size_t{count}) {
+    return InternalError("shrink: bad member count ", count);
+  }
+  ranks->clear();
+  for (uint32_t i = 0; i < count; ++i, *at += 4) {
+    const int rank = static_cast<int32_t>(GetU32(bytes + *at));
+    const int previous = ranks->empty() ? -1 : ranks->back();
+    if (rank <= previous || rank >= old_nranks) return InternalError("shrink: bad member ", rank);
+    ranks->push_back(rank);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string EncodeRanks(const std::vector<int>& ranks) {
+  std::string body;
+  AppendU32(&body, static_cast<uint32_t>(ranks.size()));
+  for (int rank : ranks) AppendU32(&body, static_cast<uint32_t>(rank));
+  return body;
+}
+
+Status DecodeRanks(const std::string& body, int old_nranks, std::vector<int>* ranks) {
+  size_t at = 0;
+  CHORUS_RETURN_IF_ERROR(ParseRanks(body, old_nranks, &at, ranks));
+  if (at != body.size()) return InternalError("shrink: trailing bytes after a membership");
+  return Status::Ok();
+}
+
+std::string FormatRanks(const std::vector<int>& ranks) {
+  std::string text = "{";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(ranks[i]);
+  }
+  text += '}';
+  return text;
+}
+
+Status LeftOutError(int rank, const std::vector<int>& agreed, int told_by) {
+  return RemoteError("rank ", rank, " was left out of a shrink that ranks ", FormatRanks(agreed),
+                     " completed (told by rank ", told_by, "): it did not take part before their root stopped "
+                     "waiting for it. It cannot form a communicator without them; they go on without it");
+}
+
 std::string EncodeTable(const Table& table) {
   std::string body(reinterpret_cast<const char*>(table.nonce), kNonceBytes);
-  uint8_t word[4];
-  PutU32(word, static_cast<uint32_t>(table.survivors.size()));
-  body.append(reinterpret_cast<const char*>(word), 4);
-  for (int rank : table.survivors) {
-    PutU32(word, static_cast<uint32_t>(rank));
-    body.append(reinterpret_cast<const char*>(word), 4);
-  }
-  PutU32(word, static_cast<uint32_t>(table.root_address.size()));
-  body.append(reinterpret_cast<const char*>(word), 4);
+  body += EncodeRanks(table.survivors);
+  AppendU32(&body, static_cast<uint32_t>(table.root_address.size()));
   return body + table.root_address;
 }
 
 Status DecodeTable(const std::string& body, int old_nranks, Table* table) {
-  const auto* bytes = reinterpret_cast<const uint8_t*>(body.data());
+  if (body.size() < kNonceBytes) return InternalError("shrink: truncated table");
+  std::memcpy(table->nonce, body.data(), kNonceBytes);
   size_t at = kNonceBytes;
-  if (body.size() < at + 4) return InternalError("shrink: truncated table");
-  std::memcpy(table->nonce, bytes, kNonceBytes);
-  const uint32_t count = GetU32(bytes + at);
-  at += 4;
-  if (count < 1 || count > static_cast<uint32_t>(old_nranks) || body.size() - at < 4 * size_t{count} + 4) {
-    return InternalError("shrink: bad survivor count ", count, " in the table");
-  }
-  table->survivors.clear();
-  for (uint32_t i = 0; i < count; ++i, at += 4) {
-    const int rank = static_cast<int32_t>(GetU32(bytes + at));
-    const int previous = table->survivors.empty() ? -1 : table->survivors.back();
-    if (rank <= previous || rank >= old_nranks) return InternalError("shrink: bad survivor ", rank, " in the table");
-    table->survivors.push_back(rank);
-  }
-  const uint32_t length = GetU32(bytes + at);
+  CHORUS_RETURN_IF_ERROR(ParseRanks(body, old_nranks, &at, &table->survivors));
+  if (body.size() - at < 4) return InternalError("shrink: truncated table");
+  const uint32_t length = GetU32(reinterpret_cast<const uint8_t*>(body.data()) + at);
   at += 4;
   if (length == 0 || body.size() - at != length) return InternalError("shrink: bad root address in the table");
   table->root_address.assign(body, at, length);
@@ -93,8 +136,14 @@ Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket*
   if (::connect(fd, target.sockaddr_ptr(), target.length) != 0) {
     error = errno;
     if (error == EINPROGRESS) {
-      const Deadline window = Deadline::AfterMs(std::min(kProbeWindowMs, deadline.RemainingMs()));
-      if (!attempt.WaitFor(POLLOUT, window, "probing").ok()) return Status::Ok();  // unreachable
+      // Unreachable only after the whole window: the caller's deadline
+      // cutting it short decides nothing (a live rank is not taken for dead).
+      const bool whole_window = deadline.RemainingMs() > kProbeWindowMs;
+      const Deadline window = whole_window ? Deadline::AfterMs(kProbeWindowMs) : deadline;
+      if (!attempt.WaitFor(POLLOUT, window, "probing").ok()) {
+        if (!whole_window) return TimeoutError("probing ", address, ": the deadline passed before it answered");
+        return Status::Ok();  // unreachable
+      }
       socklen_t length = sizeof(error);
       if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return ErrnoError(errno, "getsockopt");
     }
@@ -106,9 +155,56 @@ Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket*
   return Status::Ok();
 }
 
-Status SendReply(const Socket& socket, chorusResult_t code, const std::string& body, Deadline deadline) {
+Status SendRequest(const RecoveryEndpoint& endpoint, const Socket& socket, Deadline deadline) {
+  Hello hello;
+  hello.purpose = ConnectionPurpose::kRendezvous;
+  hello.rank = endpoint.rank;
+  CHORUS_RETURN_IF_ERROR(ConnectHandshake(socket, endpoint.secret, hello, deadline));
+  uint8_t request[kJoinBytes];
+  PutU32(request, kJoinMagic);
+  PutU32(request + 4, static_cast<uint32_t>(endpoint.rank));
+  PutU32(request + 8, static_cast<uint32_t>(endpoint.nranks));
+  return socket.SendAll(request, sizeof(request), deadline);
+}
+
+Status ReadReply(const Socket& socket, Deadline deadline, Reply* reply) {
   uint8_t header[kReplyHeaderBytes];
-  PutU32(header, static_cast<uint32_t>(code));
+  CHORUS_RETURN_IF_ERROR(socket.RecvAll(header, sizeof(header), deadline));
+  reply->code = GetU32(header);
+  const uint64_t body_bytes = GetU64(header + 4);
+  const bool known = reply->code < chorusNumResults || reply->code == kReplyLeftOut ||
+                     reply->code == kReplyNotShrinking;
+  if (!known || body_bytes > kMaxBodyBytes) return InternalError("shrink: malformed reply from ", socket.peer_name());
+  reply->body.assign(body_bytes, '\0');
+  return socket.RecvAll(reply->body.data(), reply->body.size(), deadline);
+}
+
+Status ReadRequest(const RecoveryEndpoint& endpoint, const Socket& socket, Deadline deadline, int* asker) {
+  Hello hello;
+  CHORUS_RETURN_IF_ERROR(AcceptHandshake(socket, endpoint.secret, ConnectionPurpose::kRendezvous, deadline, &hello));
+  uint8_t request[kJoinBytes];
+  CHORUS_RETURN_IF_ERROR(socket.RecvAll(request, sizeof(request), deadline));
+  const int rank = static_cast<int32_t>(GetU32(request + 4));
+  const int nranks = static_cast<int32_t>(GetU32(request + 8));
+  Status valid;
+  if (GetU32(request) != kJoinMagic || rank != hello.rank) {
+    valid = InvalidUsage("malformed shrink request from ", socket.peer_name());
+  } else if (nranks != endpoint.nranks || rank < 0 || rank >= nranks || rank == endpoint.rank) {
+    valid = InvalidUsage("rank ", endpoint.rank, " of ", endpoint.nranks,
+                         " ranks cannot answer a shrink request of rank ", rank, " of ", nranks,
+                         " (different communicators)");
+  }
+  if (!valid.ok()) {
+    SendReply(socket, valid.code(), valid.message(), deadline).IgnoreError();
+    return valid;
+  }
+  *asker = rank;
+  return Status::Ok();
+}
+
+Status SendReply(const Socket& socket, uint32_t code, const std::string& body, Deadline deadline) {
+  uint8_t header[kReplyHeaderBytes];
+  PutU32(header, code);
   PutU64(header + 4, body.size());
   CHORUS_RETURN_IF_ERROR(socket.SendAll(header, sizeof(header), deadline));
   return socket.SendAll(body.data(), body.size(), deadline);

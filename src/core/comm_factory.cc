@@ -88,11 +88,12 @@ Status ShareRecoveryAddresses(chorusComm* comm, RecoveryEndpoint* endpoint) {
 }  // namespace
 
 Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, const CommOptions& options,
-                             std::unique_ptr<chorusComm>* out) {
+                             std::unique_ptr<chorusComm>* out, std::shared_ptr<RecoveryEndpoint> lineage) {
   if (nranks < 1) return InvalidArgument("nranks ", nranks, " must be at least 1");
   if (rank < 0 || rank >= nranks) return InvalidArgument("rank ", rank, " is out of range [0, ", nranks, ")");
   auto shell = std::make_unique<chorusComm>();
-  auto endpoint = std::make_unique<RecoveryEndpoint>();
+  auto endpoint = std::make_shared<RecoveryEndpoint>();
+  endpoint->predecessor = std::move(lineage);
   CHORUS_RETURN_IF_ERROR(OpenRecoveryListener(options.socket_ifname, endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": opening the recovery listener")));
   std::memcpy(endpoint->secret, id.secret, sizeof(endpoint->secret));
@@ -234,7 +235,9 @@ Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* c
   int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
   UniqueIdContents contents;
   CHORUS_RETURN_IF_ERROR(DecodeUniqueId(ids[members.front()], &contents));
-  return CreateCommWithOptions(contents, static_cast<int>(members.size()), new_rank, options, out);
+  // Members of a shrink agreed on `parent` keep answering its late ranks.
+  return CreateCommWithOptions(contents, static_cast<int>(members.size()), new_rank, options, out,
+                               LineageToKeep(parent->recovery));
 }
 
 Status ShrinkComm(chorusComm* comm, const chorusConfig_t* config, std::unique_ptr<chorusComm>* out) {
@@ -250,7 +253,10 @@ Status ShrinkComm(chorusComm* comm, const chorusConfig_t* config, std::unique_pt
   const int old_rank = comm->recovery->rank, new_nranks = static_cast<int>(outcome.survivors.size());
   CHORUS_INFO("SHRINK", "rank ", old_rank, " of ", comm->recovery->nranks, " becomes rank ", outcome.new_rank, " of ",
               new_nranks);
-  return CreateCommWithOptions(outcome.id, new_nranks, outcome.new_rank, options, out)
+  // The new communicator keeps the old endpoint, whose responder tells late
+  // ranks that they were left out, after the old communicator is destroyed.
+  return CreateCommWithOptions(outcome.id, new_nranks, outcome.new_rank, options, out,
+                               LineageToKeep(comm->recovery))
       .WithContext(StrCat("rank ", old_rank, ": creating the shrunk communicator of ", new_nranks, " ranks"));
 }
 

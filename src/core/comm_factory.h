@@ -16,8 +16,11 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options);
 
 Status CreateComm(const chorusUniqueId& id, int nranks, int rank, const chorusConfig_t* config,
                   std::unique_ptr<chorusComm>* out);
+// `lineage`: what the new communicator keeps of the one it is made from
+// (LineageToKeep), or null.
 Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, const CommOptions& options,
-                             std::unique_ptr<chorusComm>* out);
+                             std::unique_ptr<chorusComm>* out,
+                             std::shared_ptr<RecoveryEndpoint> lineage = nullptr);
 Status CreateCommFromEnvironment(const chorusConfig_t* config, std::unique_ptr<chorusComm>* out);
 // Collective over `parent`; `out` stays empty for CHORUS_SPLIT_NOCOLOR.
 Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* config,

@@ -21,8 +21,10 @@ struct chorusComm {
   enum State : uint32_t { kLive = 0x11ce11ce, kDestroyed = 0xdead0001, kAborted = 0xdead0002 };
   std::atomic<uint32_t> state{kLive};
   std::unique_ptr<chorus::Communicator> impl;
-  // Listener and peer addresses for chorusCommShrink; released with impl.
-  std::unique_ptr<chorus::RecoveryEndpoint> recovery;
+  // Listener and peer addresses for chorusCommShrink; released with impl,
+  // except that communicators made from this one keep it (and its listener
+  // answering late ranks) once a shrink of it was agreed in this process.
+  std::shared_ptr<chorus::RecoveryEndpoint> recovery;
   std::mutex error_mutex;
   char last_error[1024] = "";
 };

@@ -1,11 +1,14 @@
 // Shrink's survivor agreement (bootstrap/shrink.h) with ranks as threads on
 // loopback: a rank whose listener is closed counts as dead, whichever rank it
 // is; everyone gets the same table and the same derived secret; a stranger
-// with another secret is not let in.
+// with another secret is not let in; a live rank that comes after an
+// agreement without it is told so by the members, never counts them dead.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -106,6 +109,98 @@ TEST(ShrinkAgreementTest, AStrangerWithAnotherSecretIsLeftOut) {
 TEST(ShrinkAgreementTest, AloneIsItsOwnRoot) {
   auto endpoints = MakeEndpoints(1, 6);
   ExpectAgreement(Shrink(endpoints, {}), {0});
+}
+
+// Runs AgreeOnSurvivors with a short timeout on `ranks` only; the others'
+// listeners stay open (alive, not taking part).
+std::vector<Agreement> ShrinkSome(std::vector<std::unique_ptr<RecoveryEndpoint>>& endpoints,
+                                  const std::vector<int>& ranks, int timeout_ms) {
+  std::vector<Agreement> results(endpoints.size());
+  std::vector<std::thread> threads;
+  for (int rank : ranks) {
+    threads.emplace_back([&, rank] {
+      results[rank].status = AgreeOnSurvivors(*endpoints[rank], Deadline::AfterMs(timeout_ms * 3 / 4),
+                                              Deadline::AfterMs(timeout_ms), &results[rank].outcome);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return results;
+}
+
+void ExpectLeftOut(const Agreement& result, const std::string& membership) {
+  EXPECT_EQ(result.status.code(), chorusRemoteError) << result.status.message();
+  EXPECT_NE(result.status.message().find("left out of a shrink that ranks " + membership), std::string::npos)
+      << result.status.message();
+}
+
+// Ranks 0 and 1 agree without ranks 2, 3 and 4, which are alive but late.
+// A late rank is told so by the lowest member that still holds the endpoint,
+// never counts the members dead, and stays left out; a rank that learnt it
+// passes it on to later ones below whom every member is gone.
+TEST(ShrinkAgreementTest, ALateRankIsToldWhatWasAgreedWithoutIt) {
+  constexpr int kShortMs = 800;
+  auto endpoints = MakeEndpoints(5, 7);
+  ExpectAgreement(ShrinkSome(endpoints, {0, 1}, kShortMs), {0, 1});
+  ExpectLeftOut(ShrinkSome(endpoints, {2}, kShortMs)[2], "{0,1} completed (told by rank 0)");
+  endpoints[0].reset();  // rank 0's process ends
+  ExpectLeftOut(ShrinkSome(endpoints, {3}, kShortMs)[3], "{0,1} completed (told by rank 1)");
+  endpoints[1].reset();
+  ExpectLeftOut(ShrinkSome(endpoints, {4}, kShortMs)[4], "{0,1} completed (told by rank 2)");
+  // Asking again changes nothing, at once.
+  const auto start = std::chrono::steady_clock::now();
+  ExpectLeftOut(ShrinkSome(endpoints, {3}, kShortMs)[3], "{0,1} completed (told by rank 1)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(kShortMs / 2));
+}
+
+// A late rank whose every lower rank is gone serves as root; it must hear
+// from the member above it that it was left out, and tell its joiners.
+TEST(ShrinkAgreementTest, ALateRootHearsItWasLeftOut) {
+  constexpr int kShortMs = 800;
+  auto endpoints = MakeEndpoints(4, 8);
+  ExpectAgreement(ShrinkSome(endpoints, {0, 3}, kShortMs), {0, 3});
+  endpoints[0].reset();
+  const std::vector<Agreement> late = ShrinkSome(endpoints, {1, 2}, kShortMs);
+  ExpectLeftOut(late[1], "{0,3} completed (told by rank 3)");
+  ExpectLeftOut(late[2], "{0,3} completed (told by rank 1)");
+}
+
+// After a shrink of everyone, ranks 1 and 2 shrink the same communicator
+// again before rank 0 does: rank 0 tells them to ask again (it is a member,
+// not left out), and once it calls they all agree.
+TEST(ShrinkAgreementTest, MembersShrinkingAgainWaitForTheLowestRank) {
+  auto endpoints = MakeEndpoints(3, 9);
+  ExpectAgreement(Shrink(endpoints, {}), {0, 1, 2});
+  std::vector<Agreement> results(3);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 3; ++rank) {
+    threads.emplace_back([&, rank] {
+      if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      results[rank].status = AgreeOnSurvivors(*endpoints[rank], Deadline::AfterMs(kTimeoutMs * 3 / 4),
+                                              Deadline::AfterMs(kTimeoutMs), &results[rank].outcome);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ExpectAgreement(results, {0, 1, 2});
+}
+
+// Rank 0 is alive but silent (stopped, or not calling shrink): its kernel
+// accepts connections, nobody answers. A live rank below every survivor is
+// never skipped, so the others time out naming it; they never form a
+// communicator without it. When it calls alone, it leaves them out, and they
+// are told so afterwards.
+TEST(ShrinkAgreementTest, ASilentLowestRankMakesTheOthersTimeOutNotSplit) {
+  constexpr int kShortMs = 800;
+  auto endpoints = MakeEndpoints(3, 10);
+  const std::vector<Agreement> waiting = ShrinkSome(endpoints, {1, 2}, kShortMs);
+  for (int rank : {1, 2}) {
+    EXPECT_EQ(waiting[rank].status.code(), chorusTimeout) << waiting[rank].status.message();
+    EXPECT_NE(waiting[rank].status.message().find("rank 0 accepts connections"), std::string::npos)
+        << waiting[rank].status.message();
+  }
+  ExpectAgreement(ShrinkSome(endpoints, {0}, kShortMs), {0});
+  const std::vector<Agreement> late = ShrinkSome(endpoints, {1, 2}, kShortMs);
+  ExpectLeftOut(late[1], "{0} completed (told by rank 0)");
+  ExpectLeftOut(late[2], "{0} completed (told by rank 0)");
 }
 
 }  // namespace

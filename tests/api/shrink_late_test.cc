@@ -1,0 +1,276 @@
+// chorusCommShrink with ranks that are alive but call it late: after the
+// others' root stopped waiting for them, formed the smaller communicator and
+// destroyed the old one (which is what the docs tell them to do). The late
+// ranks must get an error naming the membership they were left out of, never
+// a communicator of their own beside the one the others formed. Ranks are
+// threads of this process; every rank has its own recovery listener, as
+// processes do. Last, a rank stopped with SIGSTOP (alive, silent), with ranks
+// as forked processes.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/api/harness.h"
+
+namespace chorus_test {
+namespace {
+
+constexpr int kTimeoutMs = 4000;  // the root stops waiting for callers at 3 s
+constexpr Millis kLateBy{3500};   // when the late ranks call shrink
+constexpr Millis kLatchBound{30000};
+
+// Counts down once per rank; waits are bounded so that a bug fails the test
+// instead of hanging it.
+class Latch {
+ public:
+  explicit Latch(int count) : count_(count) {}
+  void CountDown() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--count_ <= 0) done_.notify_all();
+  }
+  bool Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return done_.wait_for(lock, kLatchBound, [&] { return count_ <= 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int count_;
+};
+
+struct Scenario {
+  int nranks;
+  std::set<int> late;     // call shrink 3.5 s in, after the others destroyed the old communicator
+  std::set<int> leavers;  // early ranks that also destroy the new communicator at once (they are gone)
+};
+
+struct RankEnd {
+  chorusResult_t result = chorusInternalError;
+  std::string error;
+  int new_rank = -1;
+  int new_size = -1;
+  bool reduced = false;  // an allreduce over the new communicator gave the members' sum
+};
+
+// Sum of (old rank + 1) over the members, which names who they are.
+int32_t AllReduceOldRanks(chorusComm_t comm, int old_rank) {
+  int32_t value = old_rank + 1;
+  if (chorusAllReduce(&value, &value, 1, chorusInt32, chorusSum, comm, nullptr) != chorusSuccess) return -1;
+  return value;
+}
+
+std::vector<RankEnd> RunLateScenario(const Scenario& scenario) {
+  chorusConfig_t config = MakeConfig(nullptr, kTimeoutMs);
+  ThreadComms comms = ThreadComms::InitRank(scenario.nranks, &config);
+  EXPECT_TRUE(comms.ok()) << comms.error();
+  if (!comms.ok()) return {};
+  const int early_count = scenario.nranks - static_cast<int>(scenario.late.size());
+  int32_t early_sum = 0;
+  for (int rank = 0; rank < scenario.nranks; ++rank) {
+    if (scenario.late.count(rank) == 0) early_sum += rank + 1;
+  }
+  Latch early_done(early_count), late_done(static_cast<int>(scenario.late.size()));
+  std::vector<RankEnd> ends(scenario.nranks);
+  const auto start = std::chrono::steady_clock::now();
+  comms.Run([&](int rank, chorusComm_t comm) {
+    RankEnd& end = ends[rank];
+    const bool late = scenario.late.count(rank) > 0;
+    if (late) {
+      EXPECT_TRUE(early_done.Wait()) << "rank " << rank << ": the early ranks never finished";
+      std::this_thread::sleep_until(start + kLateBy);
+    }
+    chorusComm_t shrunk = nullptr;
+    end.result = chorusCommShrink(comm, &shrunk);
+    end.error = chorusGetLastError(comm);
+    std::printf("rank %d%s: shrink after %.2f s: %s\n", rank, late ? " (late)" : "",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                end.result == chorusSuccess ? "ok" : end.error.c_str());
+    if (end.result == chorusSuccess) {
+      (void)chorusCommUserRank(shrunk, &end.new_rank);
+      (void)chorusCommCount(shrunk, &end.new_size);
+      if (!late) end.reduced = AllReduceOldRanks(shrunk, rank) == early_sum;
+    }
+    // As the docs say: the old communicator goes once shrink has answered.
+    EXPECT_EQ(chorusCommDestroy(comms.Release(rank)), chorusSuccess);
+    if (late) {
+      if (shrunk != nullptr) {
+        EXPECT_EQ(chorusCommDestroy(shrunk), chorusSuccess);
+      }
+      late_done.CountDown();
+      return;
+    }
+    if (scenario.leavers.count(rank) > 0 && shrunk != nullptr) {
+      EXPECT_EQ(chorusCommDestroy(shrunk), chorusSuccess);
+      shrunk = nullptr;
+    }
+    early_done.CountDown();
+    // Still working on the new communicator while the late ranks shrink.
+    EXPECT_TRUE(late_done.Wait()) << "rank " << rank << ": the late ranks never finished";
+    if (shrunk != nullptr) {
+      EXPECT_EQ(chorusCommDestroy(shrunk), chorusSuccess);
+    }
+  });
+  return ends;
+}
+
+void ExpectEarlyRanksFormed(const Scenario& scenario, const std::vector<RankEnd>& ends) {
+  int index = 0;
+  for (int rank = 0; rank < scenario.nranks; ++rank) {
+    if (scenario.late.count(rank) > 0) continue;
+    const RankEnd& end = ends[rank];
+    ASSERT_EQ(end.result, chorusSuccess) << "rank " << rank << ": " << end.error;
+    EXPECT_EQ(end.new_size, scenario.nranks - static_cast<int>(scenario.late.size())) << "rank " << rank;
+    EXPECT_EQ(end.new_rank, index++) << "rank " << rank;
+    EXPECT_TRUE(end.reduced) << "rank " << rank << ": allreduce over the new communicator";
+  }
+}
+
+void ExpectLateRanksRefused(const Scenario& scenario, const std::vector<RankEnd>& ends) {
+  for (int rank : scenario.late) {
+    const RankEnd& end = ends[rank];
+    EXPECT_NE(end.result, chorusSuccess) << "late rank " << rank << " formed a communicator of " << end.new_size
+                                         << " rank(s) beside the one the others formed";
+    EXPECT_EQ(end.result, chorusRemoteError) << "late rank " << rank << ": " << end.error;
+    EXPECT_NE(end.error.find("left out"), std::string::npos) << "late rank " << rank << ": " << end.error;
+  }
+}
+
+// Ranks 0 and 1 form {0,1} and destroy the old communicator; ranks 2 and 3,
+// alive all along, come 3.5 s into the 4 s timeout. They used to find 0 and
+// 1's listeners closed, take them for dead and form {2,3}.
+TEST(ShrinkLateTest, LateRanksAreRefusedInsteadOfFormingTheirOwn) {
+  const Scenario scenario{4, {2, 3}, {}};
+  const std::vector<RankEnd> ends = RunLateScenario(scenario);
+  ASSERT_EQ(ends.size(), 4u);
+  ExpectEarlyRanksFormed(scenario, ends);
+  ExpectLateRanksRefused(scenario, ends);
+  for (int rank : scenario.late) {
+    EXPECT_NE(ends[rank].error.find("{0,1}"), std::string::npos) << "late rank " << rank << ": " << ends[rank].error;
+  }
+}
+
+// Three ranks, one late: it used to get a communicator of size 1.
+TEST(ShrinkLateTest, OneLateRankOfThreeIsRefused) {
+  const Scenario scenario{3, {2}, {}};
+  const std::vector<RankEnd> ends = RunLateScenario(scenario);
+  ASSERT_EQ(ends.size(), 3u);
+  ExpectEarlyRanksFormed(scenario, ends);
+  ExpectLateRanksRefused(scenario, ends);
+}
+
+// {0,3} forms; rank 0 then leaves altogether (its listeners close). The late
+// ranks 1 and 2 find every rank below 1 gone, so rank 1 serves as their root:
+// it must learn from rank 3 that a shrink completed without them.
+TEST(ShrinkLateTest, LateRootBelowTheSurvivingMembersIsRefused) {
+  const Scenario scenario{4, {1, 2}, {0}};
+  const std::vector<RankEnd> ends = RunLateScenario(scenario);
+  ASSERT_EQ(ends.size(), 4u);
+  ExpectEarlyRanksFormed(scenario, ends);
+  ExpectLateRanksRefused(scenario, ends);
+}
+
+// Shared by the forked ranks of the next test (an anonymous shared page).
+struct StopState {
+  std::atomic<pid_t> stopped_pid{0};
+  std::atomic<int> timed_out{0};
+};
+
+// Exit codes of a rank of the next test: kRejoined + 10 * size + new rank on
+// success.
+enum StopExit : int {
+  kStopInitFailed = 10,
+  kNeverStopped = 11,
+  kFirstShrinkSucceeded = 12,  // formed a communicator without the stopped rank
+  kFirstShrinkWrongCode = 13,
+  kFirstShrinkUnclear = 14,
+  kSecondShrinkFailed = 15,
+  kRejoined = 100,
+};
+
+bool IsStopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t end = line.rfind(") ");
+  return end != std::string::npos && end + 2 < line.size() && line[end + 2] == 'T';
+}
+
+int StoppedRankBody(const chorusUniqueId& id, StopState* state, int rank) {
+  constexpr int kStopTimeoutMs = 2000;
+  chorusConfig_t config = MakeConfig(nullptr, kStopTimeoutMs);
+  chorusComm_t comm = nullptr;
+  if (chorusCommInitRankConfig(&comm, 3, id, rank, &config) != chorusSuccess) return kStopInitFailed;
+  if (rank == 0) {
+    state->stopped_pid.store(getpid());
+    raise(SIGSTOP);  // resumed by the last rank whose shrink timed out
+  } else {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (state->stopped_pid.load() == 0 || !IsStopped(state->stopped_pid.load())) {
+      if (std::chrono::steady_clock::now() > give_up) return kNeverStopped;
+      std::this_thread::sleep_for(Millis(5));
+    }
+    chorusComm_t shrunk = nullptr;
+    const chorusResult_t first = chorusCommShrink(comm, &shrunk);
+    std::fprintf(stderr, "rank %d: shrink beside the stopped rank 0: %s\n", rank, Describe(first, comm).c_str());
+    if (first == chorusSuccess) return kFirstShrinkSucceeded;
+    if (first != chorusTimeout) return kFirstShrinkWrongCode;
+    if (std::string(chorusGetLastError(comm)).find("rank 0 accepts connections") == std::string::npos) {
+      return kFirstShrinkUnclear;
+    }
+    if (state->timed_out.fetch_add(1) + 1 == 2) kill(state->stopped_pid.load(), SIGCONT);
+  }
+  chorusComm_t shrunk = nullptr;
+  const chorusResult_t second = chorusCommShrink(comm, &shrunk);
+  if (second != chorusSuccess) {
+    std::fprintf(stderr, "rank %d: shrink after rank 0 resumed: %s\n", rank, Describe(second, comm).c_str());
+    return kSecondShrinkFailed;
+  }
+  int new_rank = -1, new_size = -1;
+  (void)chorusCommUserRank(shrunk, &new_rank);
+  (void)chorusCommCount(shrunk, &new_size);
+  int32_t value = rank + 1;
+  const bool reduced = chorusAllReduce(&value, &value, 1, chorusInt32, chorusSum, shrunk, nullptr) == chorusSuccess;
+  (void)chorusCommDestroy(shrunk);
+  (void)chorusCommDestroy(comm);
+  return reduced && value == 6 ? kRejoined + 10 * new_size + new_rank : kSecondShrinkFailed;
+}
+
+// Rank 0 is stopped (SIGSTOP), not dead: its kernel still completes
+// connections, so it is never taken for dead, and a live rank below every
+// survivor is not skipped. The others' shrink ends in time with
+// chorusTimeout naming it (no hang, and no communicator without it); once
+// it is resumed, shrinking again brings all three together.
+TEST(ShrinkLateTest, StoppedLowestRankTimesOutClearlyThenRejoins) {
+  void* page = mmap(nullptr, sizeof(StopState), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* state = new (page) StopState();
+  chorusUniqueId id;
+  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
+  const std::vector<ChildOutcome> outcomes =
+      ForkRanks(3, [&](int rank) { return StoppedRankBody(id, state, rank); }, Millis(30000));
+  for (const ChildOutcome& outcome : outcomes) {
+    EXPECT_FALSE(outcome.killed_at_deadline) << "hang: " << Describe(outcome);
+    EXPECT_TRUE(outcome.exited && outcome.exit_code == kRejoined + 30 + outcome.rank)
+        << Describe(outcome) << " (11 never stopped, 12 formed a communicator without rank 0, 13/14 wrong or unclear "
+        << "error, 15 the shrink after resuming failed)";
+  }
+  state->~StopState();
+  munmap(page, sizeof(StopState));
+}
+
+}  // namespace
+}  // namespace chorus_test
