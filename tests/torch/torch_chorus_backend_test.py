@@ -1,6 +1,6 @@
 """torch_chorus's own tests: every operation x dtype x reduce op against a
 reference computed from the ranks' known inputs, uneven all-to-all,
-subgroups, asynchronous work and futures, errors (a killed rank, a stale
+subgroups, receives from any source, asynchronous work and futures, errors (a killed rank, a stale
 store entry, unsupported input), and DDP trained with gloo and with chorus.
 
 Runs with Debian's /usr/bin/python3 (python3-torch) and the build's python/
@@ -229,12 +229,45 @@ def check_subgroups_p2p_async(rank, world, store_dir):
     chained = dist.all_reduce(torch.ones(3), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
     assert torch.equal(chained.wait(), torch.full((3,), 2.0 * world))
     dist.barrier()
-    try:
-        dist.recv(torch.zeros(1))
-    except RuntimeError as error:
-        assert "any source" in str(error), error
+
+
+def check_any_source(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    # Every other rank sends rank 0 two messages; rank 0 takes the last
+    # rank's first one by source, every other one from any source.
+    if rank == 0:
+        taken = {src: 0 for src in range(1, world)}
+        first = torch.zeros(3)
+        dist.recv(first, world - 1)
+        assert torch.equal(first, torch.full((3,), 10.0 * (world - 1))), first
+        taken[world - 1] = 1
+        for k in range(2 * (world - 1) - 1):
+            got = torch.zeros(3)
+            if k % 2:
+                work = dist.irecv(got)
+                work.wait()
+                src = work._source_rank()
+            else:
+                src = dist.recv(got)
+            assert 0 < src < world and taken[src] < 2, (src, taken)
+            assert torch.equal(got, torch.full((3,), 10.0 * src + taken[src])), (src, got)
+            taken[src] += 1
+        assert all(n == 2 for n in taken.values()), taken
     else:
-        raise AssertionError("recv without a source did not raise")
+        for k in range(2):
+            dist.send(torch.full((3,), 10.0 * rank + k), 0)
+    # Nobody sends: the receive fails within its group's timeout.
+    quick = dist.new_group(timeout=__import__("datetime").timedelta(seconds=2))
+    if rank == 0:
+        start = time.monotonic()
+        try:
+            dist.recv(torch.zeros(1), group=quick)
+        except RuntimeError as error:
+            assert "any source" in str(error) and "timed out" in str(error), error
+        else:
+            raise AssertionError("recv from any source with no sender did not raise")
+        assert time.monotonic() - start < 10
+    dist.barrier()
 
 
 def check_clear_errors(rank, world, store_dir):
@@ -242,7 +275,6 @@ def check_clear_errors(rank, world, store_dir):
     cases = {
         "BAND": lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND),
         "int16": lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)),
-        "cuda": lambda: dist.all_reduce(torch.ones(3, device="meta")),
     }
     for what, call in cases.items():
         try:
@@ -326,6 +358,9 @@ class ChorusBackendTest(unittest.TestCase):
 
     def test_subgroups_p2p_and_futures_4_ranks(self):
         run_ranks(check_subgroups_p2p_async, 4)
+
+    def test_recv_from_any_source_3_ranks(self):
+        run_ranks(check_any_source, 3)
 
     def test_unsupported_input_raises_clearly(self):
         run_ranks(check_clear_errors, 2)
