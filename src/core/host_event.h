@@ -11,6 +11,7 @@
 // safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -47,9 +48,10 @@ class HostEvent {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;
-  uint64_t recorded_ = 0;   // generations armed so far
-  uint64_t completed_ = 0;  // the highest generation completed
-  Status result_;           // of generation completed_
+  uint64_t recorded_ = 0;                 // generations armed so far
+  std::atomic<uint64_t> completed_{0};    // the highest generation completed; polled without the lock
+  std::atomic<bool> cores_shared_{false};  // of the latest record's work: then waits do not poll
+  Status result_;                         // of generation completed_
 };
 
 }  // namespace chorus

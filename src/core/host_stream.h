@@ -50,6 +50,10 @@ class HostStream {
   // (an event marker reads it once the items before it have run).
   Status PendingFailure();
 
+  // Whether the last item enqueued belongs to a communicator whose ranks
+  // outnumber the CPUs (waits for it should not poll).
+  bool last_cores_shared() const { return last_cores_shared_.load(std::memory_order_relaxed); }
+
   // ready() checks made by the worker's and Synchronize's polls (tests).
   uint64_t worker_polls() const { return worker_poll_.polls(); }
   uint64_t synchronize_polls() const { return synchronize_poll_.polls(); }
