@@ -1,0 +1,167 @@
+#include "interpose/mpi/comm_registry.h"
+
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "interpose/mpi/report.h"
+
+namespace chorus_mpi {
+namespace {
+
+// Entries still alive, so that MPI_Finalize can delete the attributes of
+// communicators the program never freed.
+std::mutex live_mutex;
+std::unordered_set<CommEntry*>* live = new std::unordered_set<CommEntry*>();
+
+void DestroyEntry(CommEntry* entry) {
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live->erase(entry);
+  }
+  if (entry->stream != nullptr) chorusStreamDestroy(entry->stream);  // waits for pending work
+  if (entry->comm != nullptr) chorusCommDestroy(entry->comm);
+  delete entry;
+}
+
+int DeleteCallback(MPI_Comm, int, void* value, void*) {
+  DestroyEntry(static_cast<CommEntry*>(value));
+  return MPI_SUCCESS;
+}
+
+std::once_flag keyval_once;
+int keyval = MPI_KEYVAL_INVALID;
+
+int Keyval() {
+  std::call_once(keyval_once, [] {
+    // MPI_COMM_NULL_COPY_FN: a duplicate gets its own Chorus communicator.
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, DeleteCallback, &keyval, nullptr) != MPI_SUCCESS) {
+      keyval = MPI_KEYVAL_INVALID;
+    }
+  });
+  return keyval;
+}
+
+struct IdMessage {
+  int ok;
+  chorusUniqueId id;
+};
+
+// Collective over `comm`: every rank gets a working communicator or none.
+chorusComm_t CreateChorusComm(MPI_Comm comm, CommEntry* entry) {
+  // Everyone is here before rank 0's rendezvous starts its deadline.
+  if (PMPI_Barrier(comm) != MPI_SUCCESS) return nullptr;
+  IdMessage message;
+  std::memset(&message, 0, sizeof(message));
+  if (entry->rank == 0) message.ok = chorusGetUniqueId(&message.id) == chorusSuccess;
+  if (PMPI_Bcast(&message, sizeof(message), MPI_BYTE, 0, comm) != MPI_SUCCESS) return nullptr;
+  chorusComm_t chorus_comm = nullptr;
+  int ok = 0;
+  if (message.ok) {
+    chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+    config.timeoutMs = TimeoutMs();
+    config.netName = entry->name.c_str();
+    ok = chorusCommInitRankConfig(&chorus_comm, entry->size, message.id, entry->rank, &config) == chorusSuccess;
+    if (!ok) {
+      LogWarn("rank %d of %s: Chorus communicator creation failed: %s", entry->rank, entry->name.c_str(),
+              chorusGetLastError(nullptr));
+      chorus_comm = nullptr;
+    }
+  }
+  int all_ok = 0;
+  if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
+  if (!all_ok && chorus_comm != nullptr) {
+    chorusCommAbort(chorus_comm);
+    chorus_comm = nullptr;
+  }
+  return chorus_comm;
+}
+
+CommEntry* MakeEntry(MPI_Comm comm) {
+  auto* entry = new CommEntry();
+  entry->mpi_comm = comm;
+  char name[MPI_MAX_OBJECT_NAME] = "";
+  int length = 0;
+  PMPI_Comm_get_name(comm, name, &length);
+  entry->name = length > 0 ? name : "communicator";
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) {
+    entry->unusable_reason = "inter-communicator";
+    return entry;
+  }
+  PMPI_Comm_rank(comm, &entry->rank);
+  PMPI_Comm_size(comm, &entry->size);
+  if (entry->size < 2) {
+    entry->unusable_reason = "single-rank communicator";
+    return entry;
+  }
+  entry->comm = CreateChorusComm(comm, entry);
+  if (entry->comm == nullptr) {
+    entry->unusable_reason = "Chorus communicator creation failed";
+    if (entry->rank == 0) LogWarn("%s: Chorus communicator creation failed; its calls pass to MPI", entry->name.c_str());
+  } else {
+    NoteCommCreated();
+    LogInfo("rank %d of %s: Chorus communicator of %d ranks created", entry->rank, entry->name.c_str(), entry->size);
+  }
+  return entry;
+}
+
+}  // namespace
+
+CommEntry* ChorusCommFor(MPI_Comm comm, const char** reason) {
+  const int key = Keyval();
+  if (key == MPI_KEYVAL_INVALID) {
+    *reason = "no MPI attribute key";
+    return nullptr;
+  }
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, key, &value, &found) != MPI_SUCCESS) {
+    *reason = "invalid communicator";
+    return nullptr;
+  }
+  auto* entry = static_cast<CommEntry*>(value);
+  if (!found) {
+    entry = MakeEntry(comm);
+    {
+      std::lock_guard<std::mutex> lock(live_mutex);
+      live->insert(entry);
+    }
+    if (PMPI_Comm_set_attr(comm, key, entry) != MPI_SUCCESS) {
+      DestroyEntry(entry);
+      *reason = "cannot cache the Chorus communicator";
+      return nullptr;
+    }
+  }
+  if (entry->comm == nullptr) {
+    *reason = entry->unusable_reason;
+    return nullptr;
+  }
+  return entry;
+}
+
+chorusStream_t StreamOf(CommEntry* entry) {
+  if (entry->stream == nullptr && chorusStreamCreate(&entry->stream) != chorusSuccess) entry->stream = nullptr;
+  return entry->stream;
+}
+
+void DestroyAllComms() {
+  if (keyval == MPI_KEYVAL_INVALID) return;
+  std::vector<CommEntry*> entries;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    entries.assign(live->begin(), live->end());
+  }
+  // Deleting the attribute runs DeleteCallback, which destroys the entry.
+  for (CommEntry* entry : entries) PMPI_Comm_delete_attr(entry->mpi_comm, keyval);
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    entries.assign(live->begin(), live->end());  // any the delete did not reach
+  }
+  for (CommEntry* entry : entries) DestroyEntry(entry);
+  PMPI_Comm_free_keyval(&keyval);
+}
+
+}  // namespace chorus_mpi
