@@ -16,8 +16,10 @@ constexpr uint32_t kRequestMagic = 0x5a445652;  // "RVDZ"
 constexpr size_t kMaxBlobBytes = 64 * 1024;
 constexpr size_t kRequestHeaderBytes = 16;
 constexpr size_t kReplyHeaderBytes = 12;
-// A joiner must finish its handshake and request this fast, so a silent
-// stranger delays the others only briefly.
+// How long one connection may take to authenticate and send its request,
+// and to take its reply. Connections authenticate concurrently
+// (HandshakeAcceptor), so a silent stranger delays no member; this only
+// bounds how long it holds a descriptor.
 constexpr int kPerConnectionTimeoutMs = 5000;
 
 inline void PutU32(uint8_t* p, uint32_t v) {

@@ -2,7 +2,8 @@
 // rendezvous of nranks ranks and exits when it is done or its timeout passes.
 // A rule violation (bad rank, duplicate, disagreeing nranks) is answered to
 // every rank that has joined or joins later, so nobody waits for a table
-// that will never come.
+// that will never come. Connections authenticate concurrently
+// (HandshakeAcceptor): a stranger that stays silent delays nobody.
 #include <algorithm>
 #include <cstring>
 #include <future>
@@ -14,6 +15,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/rendezvous_protocol.h"
 #include "transports/socket/handshake.h"
+#include "transports/socket/handshake_acceptor.h"
 #include "transports/socket/interface.h"
 #include "transports/socket/socket.h"
 
@@ -21,6 +23,8 @@ namespace chorus {
 namespace {
 
 using namespace rendezvous;
+
+constexpr int kListenerRetryMs = 10;
 
 struct Joiner {
   Socket socket;
@@ -31,12 +35,36 @@ struct Joiner {
 
 Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
 
+// A request is its fixed header, then the blob whose length the header gives.
+Status FrameRequest(const std::string& received, size_t* more) {
+  if (received.size() < kRequestHeaderBytes) {
+    *more = kRequestHeaderBytes - received.size();
+    return Status::Ok();
+  }
+  const auto* header = reinterpret_cast<const uint8_t*>(received.data());
+  const uint32_t blob_bytes = GetU32(header + 12);
+  if (GetU32(header) != kRequestMagic || blob_bytes > kMaxBlobBytes) {
+    return InvalidUsage("malformed rendezvous request");
+  }
+  *more = kRequestHeaderBytes + blob_bytes - received.size();
+  return Status::Ok();
+}
+
+AcceptorOptions RootAcceptorOptions() {
+  AcceptorOptions options;
+  options.purpose = ConnectionPurpose::kRendezvous;
+  options.where = "rendezvous root";
+  options.budget_ms = kPerConnectionTimeoutMs;
+  options.framing = FrameRequest;
+  return options;
+}
+
 class RendezvousRoot {
  public:
   RendezvousRoot(Socket listener, const uint8_t secret[16], int timeout_ms)
-      : listener_(std::move(listener)), deadline_(Deadline::AfterMs(timeout_ms)) {
-    std::memcpy(secret_, secret, sizeof(secret_));
-  }
+      : listener_(std::move(listener)),
+        deadline_(Deadline::AfterMs(timeout_ms)),
+        acceptor_(listener_, secret, RootAcceptorOptions()) {}
 
   // Serves the rendezvous; `finished` is set when the root is done with it.
   void Serve() {
@@ -48,54 +76,60 @@ class RendezvousRoot {
 
  private:
   void ServeUntilDone() {
+    std::vector<AdmittedConnection> admitted;
     while (expected_ == 0 || answered_ + static_cast<int>(joined_.size()) < expected_) {
       if (deadline_.Expired()) {
         Fail(TimeoutError("rendezvous root timed out: ", joined_.size(), " of ", expected_, " ranks joined",
                           MissingRanks()));
         return;
       }
-      Joiner joiner;
-      Status status = Admit(&joiner);
-      if (status.code() == chorusTimeout && deadline_.Expired()) continue;
+      admitted.clear();
+      Status status = acceptor_.Admit(deadline_, &admitted);
       if (!status.ok()) {
+        // The listener failed (e.g. out of descriptors): pause, do not spin.
         WarnDroppedConnection("rendezvous root", status);
-        continue;
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(kListenerRetryMs, deadline_.RemainingMs())));
       }
-      if (!failure_.ok()) {
-        Reply(joiner.socket, failure_);
-        ++answered_;
-        continue;
+      for (AdmittedConnection& connection : admitted) {
+        if (expected_ != 0 && answered_ + static_cast<int>(joined_.size()) >= expected_) break;
+        Take(std::move(connection));
       }
-      status = Validate(joiner);
-      joined_.push_back(std::move(joiner));
-      if (!status.ok()) Fail(status);
     }
     if (failure_.ok()) SendTable();
   }
 
-  // Accepts one connection, authenticates it and reads its request.
-  Status Admit(Joiner* joiner) {
-    Socket socket;
-    CHORUS_RETURN_IF_ERROR(listener_.Accept(deadline_, &socket));
-    const Deadline quick = Sooner(deadline_, Deadline::AfterMs(kPerConnectionTimeoutMs));
-    Hello hello;
-    CHORUS_RETURN_IF_ERROR(AcceptHandshake(socket, secret_, ConnectionPurpose::kRendezvous, quick, &hello));
-    uint8_t header[kRequestHeaderBytes];
-    CHORUS_RETURN_IF_ERROR(socket.RecvAll(header, sizeof(header), quick));
-    const uint32_t blob_bytes = GetU32(header + 12);
-    if (GetU32(header) != kRequestMagic || blob_bytes > kMaxBlobBytes) {
-      return InvalidUsage("malformed rendezvous request from ", socket.peer_name());
+  // An authenticated, complete request: a joiner, or a rule violation.
+  void Take(AdmittedConnection connection) {
+    Joiner joiner;
+    Status status = Parse(std::move(connection), &joiner);
+    if (!status.ok()) {
+      WarnDroppedConnection("rendezvous root", status);
+      return;
     }
+    if (!failure_.ok()) {
+      Reply(joiner.socket, failure_);
+      ++answered_;
+      return;
+    }
+    status = Validate(joiner);
+    joined_.push_back(std::move(joiner));
+    if (!status.ok()) Fail(status);
+    // As many members as the job has may connect from one host at once.
+    if (expected_ > 0) acceptor_.set_max_pending_per_source(std::max(kMaxPendingPerSource, expected_));
+  }
+
+  // The request's fields, framed by FrameRequest.
+  Status Parse(AdmittedConnection connection, Joiner* joiner) {
+    const auto* header = reinterpret_cast<const uint8_t*>(connection.request.data());
     joiner->rank = static_cast<int32_t>(GetU32(header + 4));
     joiner->nranks = static_cast<int32_t>(GetU32(header + 8));
-    if (hello.rank != joiner->rank) {
-      return InvalidUsage("rendezvous request from ", socket.peer_name(), " claims rank ", joiner->rank,
-                          " after a handshake as rank ", hello.rank);
+    if (connection.hello.rank != joiner->rank) {
+      return InvalidUsage("rendezvous request from ", connection.socket.peer_name(), " claims rank ", joiner->rank,
+                          " after a handshake as rank ", connection.hello.rank);
     }
-    joiner->blob.resize(blob_bytes);
-    CHORUS_RETURN_IF_ERROR(socket.RecvAll(joiner->blob.data(), blob_bytes, quick));
-    socket.set_peer_name(StrCat("rank ", joiner->rank, " (", socket.peer_name(), ")"));
-    joiner->socket = std::move(socket);
+    joiner->blob = connection.request.substr(kRequestHeaderBytes);
+    connection.socket.set_peer_name(StrCat("rank ", joiner->rank, " (", connection.socket.peer_name(), ")"));
+    joiner->socket = std::move(connection.socket);
     return Status::Ok();
   }
 
@@ -168,8 +202,8 @@ class RendezvousRoot {
   }
 
   Socket listener_;
-  uint8_t secret_[16];
   Deadline deadline_;
+  HandshakeAcceptor acceptor_;
   int expected_ = 0;  // nranks, once the first valid rank said it
   int answered_ = 0;  // connections already answered with failure_
   std::vector<bool> seen_;

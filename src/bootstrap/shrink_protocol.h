@@ -25,6 +25,7 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "bootstrap/shrink.h"
+#include "transports/socket/handshake_acceptor.h"
 #include "transports/socket/socket.h"
 
 namespace chorus::shrink {
@@ -81,11 +82,15 @@ Status SendRequest(const RecoveryEndpoint& endpoint, const Socket& socket, Deadl
 // Reads one reply (code checked to be a known one).
 Status ReadReply(const Socket& socket, Deadline deadline, Reply* reply);
 
-// Listener side: the handshake and a well-formed request for this
-// communicator; `*asker` is the asker's old rank. Fails on a stranger or an
-// abandoned connection (the caller drops it); a malformed request is
-// answered with the error first.
-Status ReadRequest(const RecoveryEndpoint& endpoint, const Socket& socket, Deadline deadline, int* asker);
+// Listener side. Connections authenticate concurrently: an acceptor with
+// these options admits each one with its whole request (strangers and
+// abandoned connections are dropped and logged at TRACE as `where`).
+AcceptorOptions RequestAcceptorOptions(const RecoveryEndpoint& endpoint, const std::string& where);
+// Checks an admitted request for this communicator; `*asker` is the asker's
+// old rank. A malformed one is answered with the error (before `deadline`)
+// and the error returned: the caller drops the connection.
+Status CheckRequest(const RecoveryEndpoint& endpoint, const AdmittedConnection& connection, Deadline deadline,
+                    int* asker);
 
 // Sends a reply (header then body) before `deadline`.
 Status SendReply(const Socket& socket, uint32_t code, const std::string& body, Deadline deadline);
@@ -111,7 +116,7 @@ class Responder {
  private:
   Responder(const RecoveryEndpoint& endpoint, std::vector<int> agreed, int wake_fd);
   void Serve();
-  void Answer(Socket socket);
+  void Answer(AdmittedConnection connection);
 
   const RecoveryEndpoint& endpoint_;
   const std::vector<int> agreed_;

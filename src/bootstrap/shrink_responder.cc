@@ -53,54 +53,59 @@ Responder::~Responder() {
   ::close(wake_fd_);
 }
 
-// Serves until woken: it is the listener's only user meanwhile, and each
-// request it answers is bounded by kAnswerMs.
+// Serves until woken: it is the listener's only user meanwhile. Requests
+// authenticate concurrently, so a silent stranger delays no asker; each
+// answer is bounded by kAnswerMs.
 void Responder::Serve() {
-  pollfd entries[2] = {{endpoint_.listener.fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  HandshakeAcceptor acceptor(endpoint_.listener, endpoint_.secret,
+                             RequestAcceptorOptions(endpoint_, "shrink responder"));
+  std::vector<pollfd> entries;
+  std::vector<AdmittedConnection> admitted;
   while (true) {
-    const int ready = ::poll(entries, 2, -1);
+    entries.clear();
+    entries.push_back({wake_fd_, POLLIN, 0});
+    acceptor.AppendPollEntries(&entries);
+    const int ready = ::poll(entries.data(), entries.size(), acceptor.PollTimeoutMs(Deadline::Never()));
     if (ready < 0) {
       if (errno == EINTR) continue;
       CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": the shrink responder stops: ",
                   ErrnoError(errno, "poll").message());
       return;
     }
-    if (entries[1].revents != 0) return;
-    if ((entries[0].revents & (POLLERR | POLLNVAL)) != 0) {
+    if (entries[0].revents != 0) return;
+    if ((entries[1].revents & (POLLERR | POLLNVAL)) != 0) {
       CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": the shrink responder stops: the listener failed");
       return;
     }
-    Socket socket;
-    Status accepted = endpoint_.listener.Accept(Deadline::AfterMs(0), &socket);
-    if (accepted.ok()) {
-      Answer(std::move(socket));
-    } else if (accepted.code() != chorusTimeout) {
+    admitted.clear();
+    Status handled = acceptor.Handle(entries, &admitted);
+    for (AdmittedConnection& connection : admitted) Answer(std::move(connection));
+    if (!handled.ok()) {
       // E.g. out of descriptors: the listener stays readable, so pause
       // instead of spinning.
-      CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": the shrink responder: accept failed: ", accepted.message());
+      CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": the shrink responder: ", handled.message());
       pollfd wake = {wake_fd_, POLLIN, 0};
       if (::poll(&wake, 1, kAcceptRetryMs) > 0) return;
     }
   }
 }
 
-void Responder::Answer(Socket socket) {
+void Responder::Answer(AdmittedConnection connection) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return;
-    answering_fd_ = socket.fd();
+    answering_fd_ = connection.socket.fd();
   }
   const Deadline quick = Deadline::AfterMs(kAnswerMs);
   int asker = -1;
-  Status status = ReadRequest(endpoint_, socket, quick, &asker);
+  Status status = CheckRequest(endpoint_, connection, quick, &asker);
   if (status.ok()) {
     const bool member = std::binary_search(agreed_.begin(), agreed_.end(), asker);
-    status = SendReply(socket, member ? kReplyNotShrinking : kReplyLeftOut, EncodeRanks(agreed_), quick);
+    status = SendReply(connection.socket, member ? kReplyNotShrinking : kReplyLeftOut, EncodeRanks(agreed_), quick);
     CHORUS_INFO("SHRINK", "rank ", endpoint_.rank, " told rank ", asker,
                 member ? " to ask again later (not shrinking now; agreed on " : " it was left out of the shrink to ",
                 FormatRanks(agreed_), member ? ")" : "");
   }
-  // Abandoned probes and joins (and strangers) end here.
   if (!status.ok()) {
     CHORUS_TRACE("SHRINK", "rank ", endpoint_.rank, ": the responder dropped a connection: ", status.message());
   }

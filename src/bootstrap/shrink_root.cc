@@ -35,7 +35,8 @@ class ShrinkRoot {
         deadline_(deadline),
         members_(endpoint.nranks, Member::kUnknown),
         sockets_(endpoint.nranks),
-        questions_(endpoint.nranks) {
+        questions_(endpoint.nranks),
+        acceptor_(endpoint.listener, endpoint.secret, RequestAcceptorOptions(endpoint, "shrink root")) {
     for (int rank = 0; rank < endpoint.rank; ++rank) members_[rank] = Member::kDead;
     members_[endpoint.rank] = Member::kJoined;
   }
@@ -105,48 +106,47 @@ class ShrinkRoot {
     if (!Decided() && !Stopped()) Serve(Deadline::AfterMs(0), false);
   }
 
-  // Waits until `until` for a joiner (when `accept`) or an answer to one of
-  // our questions, and handles what is ready.
+  // Waits until `until` for joiners (when `accept`; they authenticate
+  // concurrently, so strangers delay nobody) or an answer to one of our
+  // questions, and handles what is ready.
   void Serve(Deadline until, bool accept) {
     std::vector<pollfd> entries;
-    std::vector<int> owners;  // -1: the listener
-    if (accept) {
-      entries.push_back({endpoint_.listener.fd(), POLLIN, 0});
-      owners.push_back(-1);
-    }
+    if (accept) acceptor_.AppendPollEntries(&entries);
+    const size_t first_question = entries.size();
+    std::vector<int> owners;
     for (int rank = 0; rank < endpoint_.nranks; ++rank) {
       if (!questions_[rank].valid()) continue;
       entries.push_back({questions_[rank].fd(), POLLIN, 0});
       owners.push_back(rank);
     }
     if (entries.empty()) return;
-    if (::poll(entries.data(), entries.size(), until.RemainingMs()) <= 0) return;  // EINTR: the caller loops
-    for (size_t i = 0; i < entries.size() && !Stopped(); ++i) {
-      if (entries[i].revents == 0) continue;
-      if (owners[i] >= 0) {
-        Hear(owners[i]);
-        continue;
-      }
-      Socket socket;
-      Status accepted = endpoint_.listener.Accept(Deadline::AfterMs(0), &socket);
-      if (accepted.ok()) {
-        Admit(std::move(socket));
-      } else if (accepted.code() != chorusTimeout) {
-        CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": accept failed: ", accepted.message());
-      }
+    const int timeout_ms = accept ? acceptor_.PollTimeoutMs(until) : until.RemainingMs();
+    if (::poll(entries.data(), entries.size(), timeout_ms) < 0) {
+      for (pollfd& entry : entries) entry.revents = 0;  // EINTR: the caller loops
+    }
+    for (size_t i = 0; i < owners.size() && !Stopped(); ++i) {
+      if (entries[first_question + i].revents != 0) Hear(owners[i]);
+    }
+    if (!accept) return;
+    std::vector<AdmittedConnection> admitted;
+    Status handled = acceptor_.Handle(entries, &admitted);
+    if (!handled.ok()) CHORUS_WARN("SHRINK", "rank ", endpoint_.rank, ": ", handled.message());
+    for (AdmittedConnection& connection : admitted) {
+      if (Stopped()) break;
+      Admit(std::move(connection));
     }
   }
 
-  // Authenticates one connection and reads its join request. Stale
-  // connections (abandoned probes and joins) fail here and are dropped.
-  void Admit(Socket socket) {
+  // Takes one authenticated join request.
+  void Admit(AdmittedConnection connection) {
     const Deadline quick = Sooner(gather_deadline_, Deadline::AfterMs(rendezvous::kPerConnectionTimeoutMs));
     int rank = -1;
-    Status status = ReadRequest(endpoint_, socket, quick, &rank);
+    Status status = CheckRequest(endpoint_, connection, quick, &rank);
     if (!status.ok()) {
       CHORUS_TRACE("SHRINK", "rank ", endpoint_.rank, ": dropped a connection: ", status.message());
       return;
     }
+    Socket& socket = connection.socket;
     if (rank < endpoint_.rank) {
       // It found every rank below it gone, and so took this live rank for
       // gone too, or asks us as a root itself: only a network that lets
@@ -227,6 +227,7 @@ class ShrinkRoot {
   std::vector<Member> members_;
   std::vector<Socket> sockets_;    // joiners, waiting for the answer
   std::vector<Socket> questions_;  // open questions to ranks still unheard of
+  HandshakeAcceptor acceptor_;     // joiners authenticating
   std::vector<int> left_out_of_;   // a shrink agreed without us, as told by told_by_
   int told_by_ = -1;
   Status conflict_;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/log.h"
 #include "base/siphash.h"
 #include "bootstrap/rendezvous_protocol.h"
 #include "bootstrap/shrink_protocol.h"
@@ -179,15 +180,34 @@ Status ReadReply(const Socket& socket, Deadline deadline, Reply* reply) {
   return socket.RecvAll(reply->body.data(), reply->body.size(), deadline);
 }
 
-Status ReadRequest(const RecoveryEndpoint& endpoint, const Socket& socket, Deadline deadline, int* asker) {
-  Hello hello;
-  CHORUS_RETURN_IF_ERROR(AcceptHandshake(socket, endpoint.secret, ConnectionPurpose::kRendezvous, deadline, &hello));
-  uint8_t request[kJoinBytes];
-  CHORUS_RETURN_IF_ERROR(socket.RecvAll(request, sizeof(request), deadline));
+AcceptorOptions RequestAcceptorOptions(const RecoveryEndpoint& endpoint, const std::string& where) {
+  AcceptorOptions options;
+  options.purpose = ConnectionPurpose::kRendezvous;
+  options.where = where;
+  options.budget_ms = rendezvous::kPerConnectionTimeoutMs;
+  // The root expects every rank, possibly all from one host.
+  options.max_pending_per_source = std::max(kMaxPendingPerSource, endpoint.nranks);
+  options.framing = [](const std::string& received, size_t* more) {
+    *more = kJoinBytes - received.size();
+    return Status::Ok();
+  };
+  const int rank = endpoint.rank;
+  options.on_drop = [rank, where](const Status& why) {
+    // Abandoned probes and joins end here as well as strangers: not worth a warning.
+    CHORUS_TRACE("SHRINK", "rank ", rank, ": ", where, " dropped a connection: ", why.message());
+  };
+  return options;
+}
+
+Status CheckRequest(const RecoveryEndpoint& endpoint, const AdmittedConnection& connection, Deadline deadline,
+                    int* asker) {
+  const auto* request = reinterpret_cast<const uint8_t*>(connection.request.data());
+  const Socket& socket = connection.socket;
+  if (connection.request.size() != kJoinBytes) return InternalError("shrink: truncated request");
   const int rank = static_cast<int32_t>(GetU32(request + 4));
   const int nranks = static_cast<int32_t>(GetU32(request + 8));
   Status valid;
-  if (GetU32(request) != kJoinMagic || rank != hello.rank) {
+  if (GetU32(request) != kJoinMagic || rank != connection.hello.rank) {
     valid = InvalidUsage("malformed shrink request from ", socket.peer_name());
   } else if (nranks != endpoint.nranks || rank < 0 || rank >= nranks || rank == endpoint.rank) {
     valid = InvalidUsage("rank ", endpoint.rank, " of ", endpoint.nranks,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bootstrap/shrink.h"
+#include "tests/transports/intruders.h"
 
 namespace chorus {
 namespace {
@@ -131,6 +132,31 @@ void ExpectLeftOut(const Agreement& result, const std::string& membership) {
   EXPECT_EQ(result.status.code(), chorusRemoteError) << result.status.message();
   EXPECT_NE(result.status.message().find("left out of a shrink that ranks " + membership), std::string::npos)
       << result.status.message();
+}
+
+// Strangers queued on every recovery listener since creation (silent ones,
+// ones that trickle junk, ones that send a junk handshake) delay no healthy
+// shrink: the root authenticates joiners concurrently.
+TEST(ShrinkAgreementTest, SilentAndJunkConnectionsDelayNoShrink) {
+  auto endpoints = MakeEndpoints(4, 11);
+  chorus_test::Intruders intruders;
+  for (const auto& endpoint : endpoints) ASSERT_EQ(intruders.Attack(endpoint->address, 6, 3, 3), 12);
+  const auto start = std::chrono::steady_clock::now();
+  ExpectAgreement(Shrink(endpoints, {}), {0, 1, 2, 3});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
+}
+
+// The same strangers on the listeners of members answering late ranks (the
+// responder) delay no answer.
+TEST(ShrinkAgreementTest, SilentAndJunkConnectionsDelayNoAnswerToALateRank) {
+  constexpr int kShortMs = 800;
+  auto endpoints = MakeEndpoints(3, 12);
+  ExpectAgreement(ShrinkSome(endpoints, {0, 1}, kShortMs), {0, 1});
+  chorus_test::Intruders intruders;
+  ASSERT_EQ(intruders.Attack(endpoints[0]->address, 6, 3, 3), 12);
+  const auto start = std::chrono::steady_clock::now();
+  ExpectLeftOut(ShrinkSome(endpoints, {2}, kTimeoutMs)[2], "{0,1} completed (told by rank 0)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
 }
 
 // Ranks 0 and 1 agree without ranks 2, 3 and 4, which are alive but late.

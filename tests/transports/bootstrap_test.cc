@@ -1,4 +1,5 @@
 // Unique id encoding and the rendezvous, with ranks as threads on loopback.
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -6,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "bootstrap/bootstrap.h"
+#include "tests/transports/intruders.h"
 
 namespace chorus {
 namespace {
@@ -165,6 +167,25 @@ TEST(RendezvousTest, WrongSecretIsDroppedAndOthersProceed) {
     ASSERT_TRUE(result.status.ok()) << result.status.message();
     EXPECT_EQ(result.blobs, (std::vector<std::string>{"blob-of-0", "blob-of-1"}));
   }
+}
+
+// Strangers connected to the root before any rank (silent ones, ones that
+// trickle junk, ones that send a junk handshake) delay no rank: they
+// authenticate concurrently, each within its own budget.
+TEST(RendezvousTest, SilentAndJunkConnectionsDelayNoRank) {
+  UniqueIdContents id;
+  ASSERT_TRUE(StartRendezvousRoot("lo", 30000, &id).ok());
+  chorus_test::Intruders intruders;
+  ASSERT_EQ(intruders.Attack(id.root_address, 6, 3, 3), 12);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RankResult> results = RunRanks(id, {{0, 4}, {1, 4}, {2, 4}, {3, 4}}, 20000);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  for (const RankResult& result : results) {
+    ASSERT_TRUE(result.status.ok()) << result.status.message();
+    EXPECT_EQ(result.blobs.size(), 4u);
+  }
+  // One silent stranger used to cost 5 s; all of them now cost nothing.
+  EXPECT_LT(elapsed, std::chrono::milliseconds(2000));
 }
 
 TEST(RendezvousTest, RootTimeoutReachesWaitingRanks) {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/transports/intruders.h"
 #include "transports/socket/handshake.h"
 
 namespace chorus {
@@ -288,6 +289,27 @@ TEST(TcpTransportTest, UnauthenticatedConnectionIsDroppedWithoutBlockingOthers) 
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   ASSERT_TRUE(status0.ok()) << status0.message();
   ASSERT_TRUE(status1.ok()) << status1.message();
+}
+
+// Strangers queued on every listener before the mesh forms (silent ones,
+// ones that trickle junk, ones that send a junk handshake) delay no lane.
+TEST(TcpTransportTest, SilentAndJunkConnectionsDelayNoLane) {
+  constexpr int kRanks = 4;
+  std::vector<std::unique_ptr<Transport>> transports(kRanks);
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_TRUE(CreateTcpTransport(Options(rank, kRanks, 2), &transports[rank]).ok());
+    addresses.push_back(transports[rank]->LocalAddress());
+  }
+  chorus_test::Intruders intruders;
+  for (int rank = 0; rank < kRanks - 1; ++rank) ASSERT_EQ(intruders.Attack(addresses[rank], 6, 3, 3), 12);
+  std::vector<Status> results(kRanks);
+  const auto start = std::chrono::steady_clock::now();
+  ForEachRank(kRanks, [&](int rank) { results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(20000)); });
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.message();
+  // One silent stranger used to cost 5 s per listener.
+  EXPECT_LT(elapsed, std::chrono::milliseconds(2000));
 }
 
 TEST(TcpTransportTest, WakeupInterruptsABlockedProgress) {

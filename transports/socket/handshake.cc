@@ -53,38 +53,51 @@ bool MacsEqual(const uint8_t* a, const uint8_t* b) {
 
 }  // namespace
 
-Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes], ConnectionPurpose expected,
-                       Deadline deadline, Hello* hello) {
-  uint8_t nonce_a[kNonceBytes];
-  CHORUS_RETURN_IF_ERROR(FillRandom(nonce_a, sizeof(nonce_a)));
-  CHORUS_RETURN_IF_ERROR(socket.SendAll(nonce_a, sizeof(nonce_a), deadline));
+Status NewHandshakeChallenge(uint8_t challenge[kHandshakeChallengeBytes]) {
+  return FillRandom(challenge, kHandshakeChallengeBytes);
+}
 
-  uint8_t reply[kHelloBytes + kNonceBytes + kMacBytes];
-  CHORUS_RETURN_IF_ERROR(socket.RecvAll(reply, sizeof(reply), deadline));
+Status CheckHandshakeReply(const uint8_t secret[kSecretBytes], ConnectionPurpose expected,
+                           const uint8_t challenge[kHandshakeChallengeBytes],
+                           const uint8_t reply[kHandshakeReplyBytes], const std::string& peer_name, Hello* hello,
+                           uint8_t answer[kHandshakeAnswerBytes]) {
+  static_assert(kHandshakeChallengeBytes == kNonceBytes && kHandshakeAnswerBytes == kMacBytes &&
+                kHandshakeReplyBytes == kHelloBytes + kNonceBytes + kMacBytes);
+  const uint8_t* nonce_a = challenge;
   const uint8_t* hello_bytes = reply;
   const uint8_t* nonce_c = reply + kHelloBytes;
   uint8_t expected_mac[kMacBytes];
   Mac(secret, 'C', nonce_a, hello_bytes, nonce_c, expected_mac);
   if (!MacsEqual(expected_mac, reply + kHelloBytes + kNonceBytes)) {
-    return InvalidUsage("connection from ", socket.peer_name(),
+    return InvalidUsage("connection from ", peer_name,
                         " failed authentication (it does not know the communicator secret)");
   }
   // Authenticated: the hello may now be trusted to be well-formed Chorus.
   if (GetU32(hello_bytes) != kHelloMagic || GetU16(hello_bytes + 4) != kProtocolVersion) {
-    return InvalidUsage("connection from ", socket.peer_name(), " speaks protocol version ", GetU16(hello_bytes + 4),
+    return InvalidUsage("connection from ", peer_name, " speaks protocol version ", GetU16(hello_bytes + 4),
                         ", expected ", kProtocolVersion);
   }
   const auto purpose = static_cast<ConnectionPurpose>(GetU16(hello_bytes + 6));
   if (purpose != expected) {
-    return InvalidUsage("connection from ", socket.peer_name(), " has purpose ", static_cast<int>(purpose),
-                        ", expected ", static_cast<int>(expected));
+    return InvalidUsage("connection from ", peer_name, " has purpose ", static_cast<int>(purpose), ", expected ",
+                        static_cast<int>(expected));
   }
   hello->purpose = purpose;
   hello->rank = static_cast<int32_t>(GetU32(hello_bytes + 8));
   hello->lane = static_cast<int32_t>(GetU32(hello_bytes + 12));
-
-  uint8_t answer[kMacBytes];
   Mac(secret, 'A', nonce_c, hello_bytes, nonce_a, answer);
+  return Status::Ok();
+}
+
+Status AcceptHandshake(const Socket& socket, const uint8_t secret[kSecretBytes], ConnectionPurpose expected,
+                       Deadline deadline, Hello* hello) {
+  uint8_t challenge[kHandshakeChallengeBytes];
+  CHORUS_RETURN_IF_ERROR(NewHandshakeChallenge(challenge));
+  CHORUS_RETURN_IF_ERROR(socket.SendAll(challenge, sizeof(challenge), deadline));
+  uint8_t reply[kHandshakeReplyBytes];
+  CHORUS_RETURN_IF_ERROR(socket.RecvAll(reply, sizeof(reply), deadline));
+  uint8_t answer[kHandshakeAnswerBytes];
+  CHORUS_RETURN_IF_ERROR(CheckHandshakeReply(secret, expected, challenge, reply, socket.peer_name(), hello, answer));
   return socket.SendAll(answer, sizeof(answer), deadline);
 }
 

@@ -32,6 +32,20 @@ struct Hello {
 };
 
 constexpr size_t kSecretBytes = 16;
+// Message sizes of the exchange above.
+constexpr size_t kHandshakeChallengeBytes = 16;  // nonce_a
+constexpr size_t kHandshakeReplyBytes = 48;      // hello || nonce_c || MAC
+constexpr size_t kHandshakeAnswerBytes = 16;     // the acceptor's MAC
+
+// The acceptor's side as steps, for an acceptor that drives many connections
+// at once (handshake_acceptor.h): a fresh challenge, then the check of the
+// connector's reply to it, which yields the hello and the answer to send.
+// Fails on a wrong MAC, a foreign protocol, or a purpose other than `expected`.
+Status NewHandshakeChallenge(uint8_t challenge[kHandshakeChallengeBytes]);
+Status CheckHandshakeReply(const uint8_t secret[kSecretBytes], ConnectionPurpose expected,
+                           const uint8_t challenge[kHandshakeChallengeBytes],
+                           const uint8_t reply[kHandshakeReplyBytes], const std::string& peer_name, Hello* hello,
+                           uint8_t answer[kHandshakeAnswerBytes]);
 
 // Acceptor side. Fails (the caller drops the connection) on a wrong MAC, a
 // foreign protocol, or a purpose other than `expected`.

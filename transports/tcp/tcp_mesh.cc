@@ -3,13 +3,11 @@
 #include <algorithm>
 
 #include "transports/socket/handshake.h"
+#include "transports/socket/handshake_acceptor.h"
 
 namespace chorus {
 namespace {
 
-// An accepted connection must finish its handshake this fast, so a silent
-// stranger delays the others only briefly.
-constexpr int kHandshakeTimeoutMs = 5000;
 // Accept waits in slices so that cancellation is noticed.
 constexpr int kAcceptSliceMs = 100;
 
@@ -47,36 +45,42 @@ std::string MissingLanes(const std::vector<std::vector<Socket>>& lanes, int from
   return missing;
 }
 
+// Lanes authenticate concurrently (HandshakeAcceptor): a stranger that
+// stays silent or trickles junk delays no peer's lane.
 Status AcceptLanes(const TransportOptions& options, const Socket& listener, Deadline deadline,
                    const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes) {
   int expected = (options.nranks - 1 - options.rank) * options.nsocks;
+  AcceptorOptions acceptor_options;
+  acceptor_options.purpose = ConnectionPurpose::kTcpLane;
+  acceptor_options.where = StrCat("TCP transport rank ", options.rank);
+  // Every lane may come from one host at once.
+  acceptor_options.max_pending_per_source = std::max(kMaxPendingPerSource, expected);
+  HandshakeAcceptor acceptor(listener, options.secret, acceptor_options);
+  std::vector<AdmittedConnection> admitted;
   while (expected > 0) {
     if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
     if (deadline.Expired()) {
       return TimeoutError("TCP transport: rank ", options.rank, " timed out waiting for connections from ",
                           MissingLanes(*lanes, options.rank + 1));
     }
-    Socket socket;
-    Status accepted = listener.Accept(Sooner(deadline, Deadline::AfterMs(kAcceptSliceMs)), &socket);
-    if (accepted.code() == chorusTimeout) continue;
-    // Shutdown() makes a blocked accept fail; report that, not the errno.
+    admitted.clear();
+    Status accepted = acceptor.Admit(Sooner(deadline, Deadline::AfterMs(kAcceptSliceMs)), &admitted);
+    // Shutdown() makes the listener fail; report that, not the errno.
     if (!accepted.ok() && cancelled.load()) continue;
     CHORUS_RETURN_IF_ERROR(accepted);
-    Hello hello;
-    Status verified = AcceptHandshake(socket, options.secret, ConnectionPurpose::kTcpLane,
-                                      Sooner(deadline, Deadline::AfterMs(kHandshakeTimeoutMs)), &hello);
-    if (verified.ok() && (hello.rank <= options.rank || hello.rank >= options.nranks || hello.lane < 0 ||
-                          hello.lane >= options.nsocks || (*lanes)[hello.rank][hello.lane].valid())) {
-      verified = InvalidUsage("unexpected connection claiming rank ", hello.rank, " lane ", hello.lane, " from ",
-                              socket.peer_name());
+    for (AdmittedConnection& connection : admitted) {
+      const Hello& hello = connection.hello;
+      if (hello.rank <= options.rank || hello.rank >= options.nranks || hello.lane < 0 ||
+          hello.lane >= options.nsocks || (*lanes)[hello.rank][hello.lane].valid()) {
+        WarnDroppedConnection(acceptor_options.where,
+                              InvalidUsage("unexpected connection claiming rank ", hello.rank, " lane ", hello.lane,
+                                           " from ", connection.socket.peer_name()));
+        continue;
+      }
+      connection.socket.set_peer_name(TcpPeerLabel(hello.rank, connection.socket.peer_name()));
+      (*lanes)[hello.rank][hello.lane] = std::move(connection.socket);
+      --expected;
     }
-    if (!verified.ok()) {
-      WarnDroppedConnection(StrCat("TCP transport rank ", options.rank), verified);
-      continue;
-    }
-    socket.set_peer_name(TcpPeerLabel(hello.rank, socket.peer_name()));
-    (*lanes)[hello.rank][hello.lane] = std::move(socket);
-    --expected;
   }
   return Status::Ok();
 }
