@@ -17,6 +17,7 @@
 #include "interpose/mpi/collectives.h"
 #include "interpose/mpi/dispatch.h"
 #include "interpose/mpi/errors.h"
+#include "interpose/mpi/progress.h"
 #include "interpose/mpi/type_map.h"
 
 namespace chorus_mpi {
@@ -54,6 +55,7 @@ int Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dataty
   Shape shape{datatype, op, count, false, 0, sendbuf == MPI_IN_PLACE};
   CommEntry* entry = Route(Call::kAllreduce, comm, shape, reason, PayloadBytes(count, datatype));
   if (entry == nullptr) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  ProgressWatch watch;
   const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   return Finish(chorusAllReduce(send, recvbuf, static_cast<size_t>(count) * reduction.lanes, reduction.type,
                                 reduction.op, entry->comm, nullptr),
@@ -68,6 +70,7 @@ int Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
   Shape shape{datatype, op, count, true, root, sendbuf == MPI_IN_PLACE};
   CommEntry* entry = Route(Call::kReduce, comm, shape, reason, PayloadBytes(count, datatype));
   if (entry == nullptr) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  ProgressWatch watch;
   const bool is_root = entry->rank == root;
   if (!is_root && sendbuf == MPI_IN_PLACE) return Local(MPI_ERR_BUFFER, entry);  // MPI_IN_PLACE is for the root
   const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -87,6 +90,7 @@ int ReduceScatterBlock(const void* sendbuf, void* recvbuf, int recvcount, MPI_Da
   CommEntry* entry = Route(Call::kReduceScatterBlock, comm, shape, reason,
                            PayloadBytes(static_cast<long long>(recvcount) * size, datatype));
   if (entry == nullptr) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  ProgressWatch watch;
   const size_t count = static_cast<size_t>(recvcount) * reduction.lanes;
   if (sendbuf != MPI_IN_PLACE) {
     return Finish(chorusReduceScatter(sendbuf, recvbuf, count, reduction.type, reduction.op, entry->comm, nullptr),
@@ -106,6 +110,7 @@ int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
   Shape shape{datatype, MPI_OP_NULL, count, true, root, false};
   CommEntry* entry = Route(Call::kBcast, comm, shape, DataReason(count, datatype), PayloadBytes(count, datatype));
   if (entry == nullptr) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  ProgressWatch watch;
   ByteView view;
   int rc = view.Describe(buffer, count, datatype, comm);
   if (rc == MPI_SUCCESS && entry->rank == root) rc = view.PackAll();
@@ -125,6 +130,7 @@ int Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
   CommEntry* entry = Route(Call::kAllgather, comm, shape, reason,
                            in_place ? PayloadBytes(recvcount, recvtype) : PayloadBytes(sendcount, sendtype));
   if (entry == nullptr) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  ProgressWatch watch;
   ByteView recv;
   int rc = recv.Describe(recvbuf, static_cast<long long>(recvcount) * entry->size, recvtype, comm);
   if (rc != MPI_SUCCESS) return Local(rc, entry);
@@ -159,6 +165,7 @@ int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
                            in_place ? PayloadBytes(static_cast<long long>(recvcount) * size, recvtype)
                                     : PayloadBytes(static_cast<long long>(sendcount) * size, sendtype));
   if (entry == nullptr) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  ProgressWatch watch;
   const long long recv_elements = static_cast<long long>(recvcount) * entry->size;
   ByteView recv, send;
   int rc = recv.Describe(recvbuf, recv_elements, recvtype, comm);
@@ -187,6 +194,7 @@ int Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
   CommEntry* entry = Route(Call::kGather, comm, shape, reason,
                            in_place ? PayloadBytes(recvcount, recvtype) : PayloadBytes(sendcount, sendtype));
   if (entry == nullptr) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  ProgressWatch watch;
   ByteView send, recv;
   int rc = MPI_SUCCESS;
   if (entry->rank != root) {
@@ -226,6 +234,7 @@ int Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
   CommEntry* entry = Route(Call::kScatter, comm, shape, reason,
                            in_place ? PayloadBytes(sendcount, sendtype) : PayloadBytes(recvcount, recvtype));
   if (entry == nullptr) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  ProgressWatch watch;
   ByteView send, recv;
   int rc = MPI_SUCCESS;
   if (entry->rank != root) {
@@ -256,6 +265,7 @@ int Barrier(MPI_Comm comm) {
   if (!Enabled()) return PMPI_Barrier(comm);
   CommEntry* entry = Route(Call::kBarrier, comm, Shape{}, nullptr, 0);
   if (entry == nullptr) return PMPI_Barrier(comm);
+  ProgressWatch watch;
   // An allreduce completes on a rank only once every rank has joined it.
   unsigned char token = 0;
   return Finish(chorusAllReduce(&token, &token, 1, chorusUint8, chorusMax, entry->comm, nullptr), entry,

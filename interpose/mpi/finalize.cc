@@ -5,10 +5,14 @@
 #include <mpi.h>
 
 #include "interpose/mpi/comm_registry.h"
+#include "interpose/mpi/progress.h"
 #include "interpose/mpi/report.h"
 
 extern "C" int MPI_Finalize(void) {
-  if (chorus_mpi::Enabled()) chorus_mpi::DestroyAllComms();
+  if (chorus_mpi::Enabled()) {
+    chorus_mpi::DestroyAllComms();
+    chorus_mpi::StopProgressHelper();
+  }
   chorus_mpi::LogSummary();
   return PMPI_Finalize();
 }

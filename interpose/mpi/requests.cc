@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "interpose/mpi/errors.h"
+#include "interpose/mpi/progress.h"
 
 namespace chorus_mpi {
 namespace {
@@ -75,6 +76,7 @@ int Complete(MPI_Request* handle, MPI_Status* status) {
   std::unique_ptr<Request> owned(request);
   chorusResult_t result = chorusSuccess;
   if (request->event != nullptr) {
+    ProgressWatch watch;
     result = chorusEventSynchronize(request->event);
     chorusEventDestroy(request->event);
   }

@@ -4,9 +4,10 @@
  * (Open MPI itself) in the same run: datatypes x ops x roots x MPI_IN_PLACE x
  * counts, derived datatypes, calls that must fall back (user ops, 16-bit
  * integers, inter-communicators, MPI_COMM_SELF), non-blocking calls mixed
- * with point-to-point requests in every wait and test call, communicators
- * made and freed. Values are small integers, so every order of reduction
- * gives the same bits.
+ * with point-to-point requests in every wait and test call, point-to-point
+ * progress while a rank waits in a collective, communicators made and
+ * freed. Values are small integers, so every order of reduction gives the
+ * same bits.
  *
  * Usage: mpi_interposer_check all     every check above
  *        mpi_interposer_check errors  (2 ranks, CHORUS_TIMEOUT_MS small)
@@ -738,6 +739,50 @@ static void NonBlocking(MPI_Comm comm) {
   free(bcast_ref);
 }
 
+/* ---- MPI progress while a rank waits in Chorus ------------------------- */
+
+/* Rank 1's large (rendezvous) send completes only while rank 0 is inside
+ * MPI, and rank 0 is inside a collective that waits for rank 1: legal MPI
+ * (Open MPI progresses the receive inside the collective), which must not
+ * deadlock when Chorus serves the collective. Once with a blocking
+ * Allreduce, once with an Iallreduce that rank 0 waits for. */
+static void ProgressInsideCollectives(MPI_Comm comm) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  enum { kBytes = 4 << 20 };
+  char* message = Alloc(kBytes);
+  for (int nonblocking = 0; nonblocking < 2; ++nonblocking) {
+    int x = 1, sum = 0, size = 0;
+    MPI_Comm_size(comm, &size);
+    MPI_Request request = MPI_REQUEST_NULL, collective = MPI_REQUEST_NULL;
+    if (rank == 0) {
+      memset(message, 0, kBytes);
+      MPI_Irecv(message, kBytes, MPI_CHAR, 1, 11, comm, &request);
+      if (nonblocking) {
+        MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm, &collective);
+        CHECK(MPI_Wait(&collective, MPI_STATUS_IGNORE) == MPI_SUCCESS, "Wait rc");
+      } else {
+        CHECK(MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS, "Allreduce rc");
+      }
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+      CHECK(message[0] == 7 && message[kBytes - 1] == 7, "the large message arrived");
+    } else {
+      if (rank == 1) {
+        memset(message, 7, kBytes);
+        MPI_Send(message, kBytes, MPI_CHAR, 0, 11, comm);
+      }
+      if (nonblocking) {
+        MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm, &collective);
+        MPI_Wait(&collective, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm);
+      }
+    }
+    CHECK(sum == size, "Allreduce beside a rendezvous send: %d", sum);
+  }
+  free(message);
+}
+
 /* ---- communicators made and freed -------------------------------------- */
 
 static void Communicators(void) {
@@ -841,6 +886,7 @@ int main(int argc, char** argv) {
     DerivedDatatypes(MPI_COMM_WORLD);
     Fallbacks(MPI_COMM_WORLD);
     NonBlocking(MPI_COMM_WORLD);
+    ProgressInsideCollectives(MPI_COMM_WORLD);
     Communicators();
   } else if (strcmp(mode, "errors") == 0 && size == 2) {
     Errors();
