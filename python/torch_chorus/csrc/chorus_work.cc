@@ -77,6 +77,8 @@ bool ChorusWork::wait(std::chrono::milliseconds timeout) {
 
 std::vector<at::Tensor> ChorusWork::result() { return outputs_; }
 
+int ChorusWork::sourceRank() const { return source_rank_ >= 0 ? source_rank_ : c10d::Work::sourceRank(); }
+
 c10::intrusive_ptr<c10::ivalue::Future> ChorusWork::getFuture() { return future_; }
 
 }  // namespace torch_chorus

@@ -32,6 +32,10 @@ class ChorusWork : public c10d::Work {
   std::vector<at::Tensor> result() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   void synchronize() override {}
+  // The peer a receive takes its message from (recv from any source tells
+  // the caller who sent); other works throw, as torch's Work does.
+  int sourceRank() const override;
+  void set_source_rank(int rank) { source_rank_ = rank; }
 
   // Blocks until the operation ended, then completes the work (the process
   // group's completion thread).
@@ -46,6 +50,7 @@ class ChorusWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   std::function<void()> finalize_;
   std::string what_;  // "allreduce of 1024 float32 elements", for messages
+  int source_rank_ = -1;
   std::once_flag finished_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

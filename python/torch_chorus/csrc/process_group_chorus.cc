@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -15,6 +16,9 @@ namespace torch_chorus {
 namespace {
 
 constexpr const char* kUniqueIdKey = "chorus/unique_id";
+
+// The store's count of point-to-point messages `src` has sent to `dst`.
+std::string SentKey(int src, int dst) { return "chorus/sent/" + std::to_string(src) + "/" + std::to_string(dst); }
 
 std::string ChorusMessage(chorusResult_t result, chorusComm_t comm) {
   const char* detail = chorusGetLastError(comm);
@@ -83,7 +87,7 @@ void Unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
 
 ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                        ChorusOptions options)
-    : c10d::ProcessGroup(rank, size) {
+    : c10d::ProcessGroup(rank, size), store_(store), timeout_(options.timeout), received_(size, 0) {
   TORCH_CHECK(store, "Chorus: no store to meet in");
   chorusUniqueId id;
   std::memset(&id, 0, sizeof(id));
@@ -126,6 +130,12 @@ ProcessGroupChorus::~ProcessGroupChorus() {
   }
   queue_cv_.notify_all();
   completion_.join();  // every pending work finished first
+  {
+    std::lock_guard<std::mutex> lock(announce_mutex_);
+    announce_stopping_ = true;
+  }
+  announce_cv_.notify_all();
+  if (announcer_.joinable()) announcer_.join();  // every send counted first
   chorusResult_t async_error = chorusSuccess;
   (void)chorusCommGetAsyncError(comm_, &async_error);
   (void)chorusStreamDestroy(stream_);
@@ -153,7 +163,7 @@ void ProcessGroupChorus::CompletionLoop() {
   }
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Launch(c10d::OpType type, const char* title, std::string what,
+c10::intrusive_ptr<ChorusWork> ProcessGroupChorus::Launch(c10d::OpType type, const char* title, std::string what,
                                                           const std::function<chorusResult_t()>& issue,
                                                           std::vector<at::Tensor> outputs,
                                                           std::function<void()> finalize) {
@@ -175,6 +185,45 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Launch(c10d::OpType type, con
   }
   queue_cv_.notify_one();
   return work;
+}
+
+void ProcessGroupChorus::Announce(int dst) {
+  {
+    std::lock_guard<std::mutex> lock(announce_mutex_);
+    ++unannounced_[dst];
+    if (!announcer_.joinable()) announcer_ = std::thread([this] { AnnounceLoop(); });
+  }
+  announce_cv_.notify_one();
+}
+
+void ProcessGroupChorus::AnnounceLoop() {
+  for (;;) {
+    std::map<int, int64_t> batch;
+    {
+      std::unique_lock<std::mutex> lock(announce_mutex_);
+      announce_cv_.wait(lock, [&] { return announce_stopping_ || !unannounced_.empty(); });
+      if (unannounced_.empty()) return;  // stopping and drained
+      batch.swap(unannounced_);
+    }
+    for (const auto& entry : batch) {
+      try {
+        store_->add(SentKey(rank_, entry.first), entry.second);
+      } catch (const std::exception& error) {
+        if (!announce_warned_) {
+          announce_warned_ = true;
+          TORCH_WARN("Chorus: could not count a send to rank ", entry.first,
+                     " in the store (a receive from any source there will not see it): ", error.what());
+        }
+      }
+    }
+  }
+}
+
+int64_t ProcessGroupChorus::SentByPeer(int src) {
+  const std::string key = SentKey(src, rank_);
+  if (!store_->check({key})) return 0;
+  const std::vector<uint8_t> value = store_->get(key);
+  return std::stoll(std::string(value.begin(), value.end()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(std::vector<at::Tensor>& tensors,
@@ -556,9 +605,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>&
   const at::Tensor data = tensors[0].contiguous();
   const void* buffer = data.data_ptr();
   const size_t bytes = Bytes(data);
-  return Launch(
+  auto work = Launch(
       c10d::OpType::SEND, "chorus:send", Describe("send", data),
       [&] { return chorusSend(buffer, bytes, chorusUint8, dst_rank, comm_, stream_); }, tensors, [data] {});
+  Announce(dst_rank);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>& tensors, int src_rank, int) {
@@ -567,16 +618,46 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&
   auto staged = std::make_shared<Staged>(tensors[0]);
   void* buffer = staged->buffer.data_ptr();
   const size_t bytes = Bytes(staged->buffer);
-  return Launch(
+  std::lock_guard<std::mutex> lock(p2p_mutex_);
+  auto work = Launch(
       c10d::OpType::RECV, "chorus:recv", Describe("recv", tensors[0]),
       [&] { return chorusRecv(buffer, bytes, chorusUint8, src_rank, comm_, stream_); }, tensors,
       [staged] { staged->CopyBack(); });
+  ++received_[src_rank];
+  work->set_source_rank(src_rank);
+  return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(std::vector<at::Tensor>&, int) {
-  TORCH_CHECK(false,
-              "Chorus does not support receiving from any source: messages match by (peer, issue order); "
-              "pass src to recv");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(std::vector<at::Tensor>& tensors, int) {
+  CheckSingle(tensors, "recv from any source");
+  TORCH_CHECK(size_ > 1, "Chorus recv from any source: rank ", rank_, " has no peer in a group of one");
+  auto staged = std::make_shared<Staged>(tensors[0]);
+  void* buffer = staged->buffer.data_ptr();
+  const size_t bytes = Bytes(staged->buffer);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::chrono::microseconds pause(50);
+  for (;;) {
+    // Peers from where the last scan stopped, so that no sender starves.
+    for (int i = 0; i < size_; ++i) {
+      const int src = (next_any_source_ + i) % size_;
+      if (src == rank_) continue;
+      const int64_t sent = SentByPeer(src);  // a store round trip: outside the lock
+      std::lock_guard<std::mutex> lock(p2p_mutex_);
+      if (sent <= received_[src]) continue;
+      auto work = Launch(
+          c10d::OpType::RECVANYSOURCE, "chorus:recvAnySource", Describe("recv from any source", tensors[0]),
+          [&] { return chorusRecv(buffer, bytes, chorusUint8, src, comm_, stream_); }, tensors,
+          [staged] { staged->CopyBack(); });
+      ++received_[src];
+      next_any_source_ = (src + 1) % size_;
+      work->set_source_rank(src);
+      return work;
+    }
+    TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "Chorus recv from any source: timed out after ",
+                timeout_.count(), " ms: no peer sent rank ", rank_, " a message it has not received");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOptions&) {

@@ -4,6 +4,13 @@
 // calls on the group's host stream, records an event after them and returns
 // a ChorusWork. A completion thread finishes works in issue order, so that
 // futures complete without anyone waiting (DDP's reducer, comm hooks).
+//
+// Point-to-point messages between two ranks are received in the order they
+// were sent (Chorus matches by peer and issue order; tags are not used for
+// matching). A receive from any source learns who sent through the store
+// the group met in: every send is counted there, off the caller's path, per
+// (sender, receiver); the receiver takes the first peer whose count exceeds
+// the receives it has already issued from that peer, then receives from it.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -78,6 +85,9 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
                                           const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  // Waits in the call (up to the group's timeout) until some peer has sent
+  // to this rank, then receives from that peer; the work's sourceRank()
+  // names it.
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
@@ -96,11 +106,18 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
  private:
   // Issues a launch: `issue` makes the Chorus calls on stream_ (returning
   // the first failing result), then an event is recorded and a work made.
-  c10::intrusive_ptr<c10d::Work> Launch(c10d::OpType type, const char* title, std::string what,
+  c10::intrusive_ptr<ChorusWork> Launch(c10d::OpType type, const char* title, std::string what,
                                         const std::function<chorusResult_t()>& issue, std::vector<at::Tensor> outputs,
                                         std::function<void()> finalize);
   void CompletionLoop();
+  // Counts a send to `dst` in the store (by the announcer thread).
+  void Announce(int dst);
+  void AnnounceLoop();
+  // The store's count of messages `src` has sent to this rank.
+  int64_t SentByPeer(int src);
 
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::chrono::milliseconds timeout_;
   chorusComm_t comm_ = nullptr;
   chorusStream_t stream_ = nullptr;
   std::atomic<uint64_t> sequence_{0};
@@ -112,6 +129,21 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   std::condition_variable queue_cv_;
   std::deque<c10::intrusive_ptr<ChorusWork>> pending_;
   bool stopping_ = false;
+
+  // Receives issued from each peer (specific or any source); any-source
+  // resolution and issuing happen under p2p_mutex_.
+  std::mutex p2p_mutex_;
+  std::vector<int64_t> received_;
+  int next_any_source_ = 0;  // where the next any-source scan starts (fairness)
+
+  // Sends not yet counted in the store, by destination; the announcer
+  // thread starts with the first send and drains before it stops.
+  std::mutex announce_mutex_;
+  std::condition_variable announce_cv_;
+  std::map<int, int64_t> unannounced_;
+  bool announce_stopping_ = false;
+  bool announce_warned_ = false;
+  std::thread announcer_;
   std::thread completion_;  // last: starts once the members above exist
 };
 
