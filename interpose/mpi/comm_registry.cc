@@ -1,5 +1,9 @@
 #include "interpose/mpi/comm_registry.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
+
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
@@ -9,6 +13,8 @@
 
 namespace chorus_mpi {
 namespace {
+
+std::atomic<int> live_chorus_comms{0};  // entries with a Chorus communicator
 
 // Entries still alive, so that MPI_Finalize can delete the attributes of
 // communicators the program never freed.
@@ -21,7 +27,10 @@ void DestroyEntry(CommEntry* entry) {
     live->erase(entry);
   }
   if (entry->stream != nullptr) chorusStreamDestroy(entry->stream);  // waits for pending work
-  if (entry->comm != nullptr) chorusCommDestroy(entry->comm);
+  if (entry->comm != nullptr) {
+    chorusCommDestroy(entry->comm);
+    live_chorus_comms.fetch_sub(1);
+  }
   delete entry;
 }
 
@@ -43,15 +52,54 @@ int Keyval() {
   return keyval;
 }
 
+// Why a rank would rather not make a Chorus communicator; the ranks agree
+// on the largest (kWilling: everyone tries).
+enum Refusal { kWilling = 0, kCommLimit = 1, kFewDescriptors = 2 };
+
+const char* RefusalReason(int refusal) {
+  switch (refusal) {
+    case kCommLimit: return "CHORUS_MPI_MAX_COMMS Chorus communicators alive";
+    case kFewDescriptors: return "too few file descriptors left for a Chorus communicator";
+    default: return "Chorus communicator creation failed";
+  }
+}
+
+// Whether `needed` more descriptors fit under RLIMIT_NOFILE.
+bool DescriptorsLeft(int needed) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return true;
+  long open = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++open;
+    closedir(dir);
+  }
+  return open + needed <= static_cast<long>(limit.rlim_cur);
+}
+
+int LocalRefusal(int size) {
+  if (live_chorus_comms.load() >= MaxComms()) return kCommLimit;
+  if (!DescriptorsLeft(16 + 4 * size)) return kFewDescriptors;  // TCP lanes per peer, listener, epoll
+  return kWilling;
+}
+
 struct IdMessage {
   int ok;
   chorusUniqueId id;
 };
 
-// Collective over `comm`: every rank gets a working communicator or none.
-chorusComm_t CreateChorusComm(MPI_Comm comm, CommEntry* entry) {
-  // Everyone is here before rank 0's rendezvous starts its deadline.
-  if (PMPI_Barrier(comm) != MPI_SUCCESS) return nullptr;
+// Collective over `comm`: every rank gets a working communicator or none
+// (and the same *reason when none).
+chorusComm_t CreateChorusComm(MPI_Comm comm, CommEntry* entry, const char** reason) {
+  // The ranks agree to try, which also has everyone here before rank 0's
+  // rendezvous starts its deadline: a rank that could not even start would
+  // leave the others waiting in chorusCommInitRank.
+  *reason = RefusalReason(kWilling);
+  int refusal = LocalRefusal(entry->size), agreed = kWilling;
+  if (PMPI_Allreduce(&refusal, &agreed, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return nullptr;
+  if (agreed != kWilling) {
+    *reason = RefusalReason(agreed);
+    return nullptr;
+  }
   IdMessage message;
   std::memset(&message, 0, sizeof(message));
   if (entry->rank == 0) message.ok = chorusGetUniqueId(&message.id) == chorusSuccess;
@@ -75,6 +123,7 @@ chorusComm_t CreateChorusComm(MPI_Comm comm, CommEntry* entry) {
     chorusCommAbort(chorus_comm);
     chorus_comm = nullptr;
   }
+  if (chorus_comm != nullptr) live_chorus_comms.fetch_add(1);
   return chorus_comm;
 }
 
@@ -97,10 +146,14 @@ CommEntry* MakeEntry(MPI_Comm comm) {
     entry->unusable_reason = "single-rank communicator";
     return entry;
   }
-  entry->comm = CreateChorusComm(comm, entry);
+  const char* reason = nullptr;
+  entry->comm = CreateChorusComm(comm, entry, &reason);
   if (entry->comm == nullptr) {
-    entry->unusable_reason = "Chorus communicator creation failed";
-    if (entry->rank == 0) LogWarn("%s: Chorus communicator creation failed; its calls pass to MPI", entry->name.c_str());
+    entry->unusable_reason = reason;
+    if (entry->rank == 0) {
+      if (reason == RefusalReason(kWilling)) LogWarn("%s: %s; its calls pass to MPI", entry->name.c_str(), reason);
+      else LogInfo("%s: %s; its calls pass to MPI", entry->name.c_str(), reason);
+    }
   } else {
     NoteCommCreated();
     LogInfo("rank %d of %s: Chorus communicator of %d ranks created", entry->rank, entry->name.c_str(), entry->size);

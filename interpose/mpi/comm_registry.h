@@ -4,10 +4,11 @@
 // serve. The interposer decides that from arguments every rank passes alike
 // (MPI requires the same op, type signature, root and in-place use), so
 // every rank of the communicator reaches the creation in the same call: it
-// is collective over the MPI communicator (a barrier, rank 0's
-// chorusGetUniqueId broadcast with PMPI_Bcast, chorusCommInitRankConfig on
-// every rank, then an agreement that every rank succeeded, so that all or
-// none use it). The result is cached as an MPI attribute whose delete
+// is collective over the MPI communicator (an agreement to try, refused when
+// a rank has CHORUS_MPI_MAX_COMMS alive or too few file descriptors left;
+// rank 0's chorusGetUniqueId broadcast with PMPI_Bcast;
+// chorusCommInitRankConfig on every rank; an agreement that every rank
+// succeeded, so that all or none use it). The result is cached as an MPI attribute whose delete
 // callback destroys the Chorus communicator when the MPI one is freed;
 // MPI_Finalize deletes the ones still alive.
 #pragma once
@@ -32,7 +33,8 @@ struct CommEntry {
 
 // The entry of `comm`, made (collectively) on first use. Returns nullptr
 // with *reason set when Chorus cannot serve calls on `comm`: an
-// inter-communicator, a single rank, or a creation that failed on some rank.
+// inter-communicator, a single rank, a refusal (see above) or a creation
+// that failed on some rank.
 // Every rank of `comm` gets the same answer.
 CommEntry* ChorusCommFor(MPI_Comm comm, const char** reason);
 

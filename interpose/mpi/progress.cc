@@ -5,10 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <thread>
+
+#include "interpose/mpi/report.h"
 
 namespace chorus_mpi {
 namespace {
@@ -59,8 +59,7 @@ std::once_flag start_once;
 
 Helper* Started() {
   std::call_once(start_once, [] {
-    const char* setting = std::getenv("CHORUS_MPI_PROGRESS");
-    if (setting != nullptr && std::strcmp(setting, "0") == 0) return;
+    if (!ProgressHelperEnabled()) return;
     helper = new Helper();  // never freed: the thread may outlive MPI_Finalize's caller
     std::thread([] { helper->Run(); }).detach();
   });

@@ -21,6 +21,8 @@ enum class Level { kNone, kWarn, kInfo };
 // Read once, at the first call that needs them; never changed afterwards.
 struct Settings {
   bool enabled = true;
+  bool progress_helper = true;
+  int max_comms = kDefaultMaxComms;
   Level level = Level::kWarn;
   int timeout_ms = kDefaultTimeoutMs;
   FILE* file = stderr;
@@ -30,6 +32,9 @@ struct Settings {
   Settings() {
     const char* mpi = std::getenv("CHORUS_MPI");
     enabled = mpi == nullptr || std::string(mpi) != "0";
+    progress_helper = Env("CHORUS_MPI_PROGRESS") != "0";
+    const std::string max = Env("CHORUS_MPI_MAX_COMMS");
+    if (!max.empty()) max_comms = std::atoi(max.c_str());
     std::string debug = Env("CHORUS_DEBUG");
     for (char& c : debug) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (debug == "NONE") level = Level::kNone;
@@ -122,6 +127,8 @@ std::string Human(unsigned long long bytes) {
 
 bool Enabled() { return Get().enabled; }
 bool InfoEnabled() { return Get().level >= Level::kInfo; }
+bool ProgressHelperEnabled() { return Get().progress_helper; }
+int MaxComms() { return Get().max_comms; }
 int TimeoutMs() { return Get().timeout_ms; }
 
 void LogWarn(const char* format, ...) {

@@ -2,6 +2,8 @@
 // the interposer.
 //
 //   CHORUS_MPI=0        every call passes to MPI unchanged (Enabled() false)
+//   CHORUS_MPI_PROGRESS=0  no helper thread driving MPI progress (progress.h)
+//   CHORUS_MPI_MAX_COMMS   Chorus communicators alive at once per process
 //   CHORUS_DEBUG=INFO   one line per communicator and call shape saying
 //                       whether Chorus served it or why it passed through,
 //                       and a summary per rank at MPI_Finalize
@@ -15,6 +17,13 @@ namespace chorus_mpi {
 
 bool Enabled();
 bool InfoEnabled();
+bool ProgressHelperEnabled();
+
+// At most this many Chorus communicators alive per process (each holds
+// sockets and, per host, shared-memory rings of a MiB per pair of ranks);
+// communicators beyond it pass to MPI.
+int MaxComms();
+constexpr int kDefaultMaxComms = 32;
 
 // The deadline every Chorus communicator of the interposer gets: the value
 // of CHORUS_TIMEOUT_MS when it is set, else kDefaultTimeoutMs.

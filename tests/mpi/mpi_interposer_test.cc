@@ -106,6 +106,18 @@ TEST(InterposerTest, ChorusMpi0PassesEverythingThrough) {
   EXPECT_EQ(Count(run.err, "CHORUS_MPI=0, every call passed to MPI unchanged"), 2) << run.err;
 }
 
+// With room for two Chorus communicators per process, ranks that belong to
+// different communicators reach the limit at different times; they still
+// agree, per communicator, on whether Chorus serves it.
+TEST(InterposerTest, CommunicatorLimitPassesTheRestToMpi) {
+  const CliRun run = Mpirun(3, {"CHORUS_DEBUG=INFO", "CHORUS_MPI_MAX_COMMS=2"}, CHORUS_MPI_CHECK " all");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(Has(run.out, ", 0 failed")) << run.out;
+  EXPECT_TRUE(Has(run.err, "passed to MPI (CHORUS_MPI_MAX_COMMS Chorus communicators alive)")) << run.err;
+  EXPECT_TRUE(Has(run.err, "MPI_Allreduce on MPI_COMM_WORLD (3 ranks): 3000 x MPI_FLOAT, MPI_SUM: served by Chorus"))
+      << run.err;
+}
+
 // A rank that arrives after CHORUS_TIMEOUT_MS: the one that waited gets an
 // MPI error (class MPI_ERR_OTHER, "Chorus ..." string) through
 // MPI_ERRORS_RETURN instead of hanging; the program then finalizes cleanly.
