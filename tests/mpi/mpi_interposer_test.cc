@@ -62,7 +62,20 @@ std::vector<std::string> SegmentsOf(const std::string& out) {
   return left;
 }
 
-class InterposerCheckTest : public testing::TestWithParam<int> {};
+void SkipWithoutMpirun() {
+  static const bool have = RunCommand("which mpirun").exit_code == 0;
+  if (!have) GTEST_SKIP() << "mpirun not installed (Debian: openmpi-bin)";
+}
+
+class InterposerTest : public testing::Test {
+ protected:
+  void SetUp() override { SkipWithoutMpirun(); }
+};
+
+class InterposerCheckTest : public testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { SkipWithoutMpirun(); }
+};
 
 TEST_P(InterposerCheckTest, EveryCallMatchesOpenMpi) {
   const int nranks = GetParam();
@@ -80,8 +93,6 @@ TEST_P(InterposerCheckTest, EveryCallMatchesOpenMpi) {
   }
   EXPECT_TRUE(Has(run.err, "x MPI_FLOAT, MPI_SUM, MPI_IN_PLACE: served by Chorus")) << run.err;
   EXPECT_TRUE(Has(run.err, "x MPI_C_FLOAT_COMPLEX, MPI_SUM: served by Chorus")) << run.err;
-  EXPECT_TRUE(Has(run.err, "MPI_Gather on MPI_COMM_WORLD (" + std::to_string(nranks) +
-                               " ranks): 0 x MPI_DATATYPE_NULL") == false);
   // ... and passed these to MPI, saying why.
   for (const char* reason : {"(user-defined op)", "(op without a Chorus equivalent)",
                              "(datatype has no Chorus reduction type)", "(inter-communicator)",
@@ -89,15 +100,15 @@ TEST_P(InterposerCheckTest, EveryCallMatchesOpenMpi) {
     EXPECT_TRUE(Has(run.err, std::string(": passed to MPI ") + reason)) << reason;
   }
   // One summary per rank, with calls on both sides.
-  EXPECT_EQ(Count(run.err, "calls passed to MPI") + Count(run.err, ") passed to MPI;"), nranks) << run.err;
   EXPECT_EQ(Count(run.err, ": Chorus served "), nranks) << run.err;
+  EXPECT_EQ(Count(run.err, ") passed to MPI; "), nranks) << run.err;
   EXPECT_FALSE(Has(run.err, "WARN")) << run.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, InterposerCheckTest, testing::Values(2, 3),
                          [](const testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
 
-TEST(InterposerTest, ChorusMpi0PassesEverythingThrough) {
+TEST_F(InterposerTest, ChorusMpi0PassesEverythingThrough) {
   const CliRun run = Mpirun(2, {"CHORUS_DEBUG=INFO", "CHORUS_MPI=0"}, CHORUS_MPI_CHECK " all");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_TRUE(Has(run.out, ", 0 failed")) << run.out;
@@ -109,7 +120,7 @@ TEST(InterposerTest, ChorusMpi0PassesEverythingThrough) {
 // With room for two Chorus communicators per process, ranks that belong to
 // different communicators reach the limit at different times; they still
 // agree, per communicator, on whether Chorus serves it.
-TEST(InterposerTest, CommunicatorLimitPassesTheRestToMpi) {
+TEST_F(InterposerTest, CommunicatorLimitPassesTheRestToMpi) {
   const CliRun run = Mpirun(3, {"CHORUS_DEBUG=INFO", "CHORUS_MPI_MAX_COMMS=2"}, CHORUS_MPI_CHECK " all");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_TRUE(Has(run.out, ", 0 failed")) << run.out;
@@ -121,7 +132,7 @@ TEST(InterposerTest, CommunicatorLimitPassesTheRestToMpi) {
 // A rank that arrives after CHORUS_TIMEOUT_MS: the one that waited gets an
 // MPI error (class MPI_ERR_OTHER, "Chorus ..." string) through
 // MPI_ERRORS_RETURN instead of hanging; the program then finalizes cleanly.
-TEST(InterposerTest, LateRankIsAnErrorNotAHang) {
+TEST_F(InterposerTest, LateRankIsAnErrorNotAHang) {
   const CliRun run = Mpirun(2, {"CHORUS_TIMEOUT_MS=1000"}, CHORUS_MPI_CHECK " errors");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(Count(run.out, "late-rank Allreduce returned"), 2) << run.out;
@@ -143,12 +154,12 @@ void ExpectFortranServed(const char* program, const char* summary) {
 
 // mpif.h / use mpi: libmpi_mpifh calls PMPI_ directly, so these go through
 // the interposer's mpi_allreduce_ etc.
-TEST(InterposerTest, FortranUseMpiIsServed) { ExpectFortranServed(CHORUS_MPI_FORTRAN, "fortran: 0 failed"); }
+TEST_F(InterposerTest, FortranUseMpiIsServed) { ExpectFortranServed(CHORUS_MPI_FORTRAN, "fortran: 0 failed"); }
 
 // use mpi_f08: libmpi_usempif08 calls ompi_allreduce_f etc.
-TEST(InterposerTest, FortranUseMpiF08IsServed) { ExpectFortranServed(CHORUS_MPI_F08, "f08: 0 failed"); }
+TEST_F(InterposerTest, FortranUseMpiF08IsServed) { ExpectFortranServed(CHORUS_MPI_F08, "f08: 0 failed"); }
 
-TEST(InterposerTest, Mpi4pySmoke) {
+TEST_F(InterposerTest, Mpi4pySmoke) {
   if (RunCommand("/usr/bin/python3 -c 'import mpi4py'").exit_code != 0) {
     GTEST_SKIP() << "/usr/bin/python3 has no mpi4py (Debian: python3-mpi4py)";
   }
