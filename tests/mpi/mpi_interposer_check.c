@@ -11,14 +11,17 @@
  *
  * Usage: mpi_interposer_check all     every check above
  *        mpi_interposer_check errors  (2 ranks, CHORUS_TIMEOUT_MS small)
- *                                     a late rank: both get an MPI error
- *                                     through MPI_ERRORS_RETURN, no hang
+ *                                     a late rank: an MPI error through
+ *                                     MPI_ERRORS_RETURN, no hang
+ *        mpi_interposer_check threads MPI_THREAD_MULTIPLE, three threads
+ *                                     each on its own communicator
  * Prints "rank R pid P" per rank, failures on stderr, and on rank 0
  * "mpi_interposer_check: N checks, 0 failed". After MPI_Finalize each rank
  * checks that no Chorus shared-memory segment of its pid is left in
  * /dev/shm. Exit status 0 when everything passed. */
 #include <dirent.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +35,9 @@ static long failures = 0;
 
 #define CHECK(cond, ...)                                        \
   do {                                                          \
-    ++checks;                                                   \
+    __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);           \
     if (!(cond)) {                                              \
-      ++failures;                                               \
+      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);       \
       fprintf(stderr, "rank %d: FAILED %s:%d: ", world_rank, __FILE__, __LINE__); \
       fprintf(stderr, __VA_ARGS__);                             \
       fprintf(stderr, "\n");                                    \
@@ -853,6 +856,44 @@ static void Errors(void) {
   printf("rank %d: late-rank Allreduce returned %d after %.1f s: %s\n", rank, rc, waited, text);
 }
 
+/* ---- threads: MPI_THREAD_MULTIPLE, a communicator per thread ---------- */
+
+static void* ThreadBody(void* arg) {
+  MPI_Comm comm = *(MPI_Comm*)arg;
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  const TestType* flt = Find(MPI_FLOAT);
+  enum { N = 2000 };
+  float send[N], out[N], ref[N];
+  Fill(send, flt, N, rank, 19);
+  PMPI_Allreduce(send, ref, N, MPI_FLOAT, MPI_SUM, comm);
+  for (int i = 0; i < 100; ++i) {
+    memset(out, 0, sizeof(out));
+    CHECK(MPI_Allreduce(send, out, N, MPI_FLOAT, MPI_SUM, comm) == MPI_SUCCESS, "rc");
+    CHECK(memcmp(out, ref, sizeof(out)) == 0, "Allreduce on a thread's communicator, round %d", i);
+    MPI_Request request;
+    memset(out, 0, sizeof(out));
+    MPI_Iallreduce(send, out, N, MPI_FLOAT, MPI_SUM, comm, &request);
+    CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS, "rc");
+    CHECK(memcmp(out, ref, sizeof(out)) == 0, "Iallreduce on a thread's communicator, round %d", i);
+    CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "rc");
+  }
+  return NULL;
+}
+
+/* Three threads, each on its own duplicate of MPI_COMM_WORLD, at once:
+ * communicator creation, the request registry and the statistics under
+ * concurrency. */
+static void Threads(void) {
+  enum { T = 3 };
+  MPI_Comm comms[T];
+  pthread_t threads[T];
+  for (int t = 0; t < T; ++t) MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
+  for (int t = 0; t < T; ++t) pthread_create(&threads[t], NULL, ThreadBody, &comms[t]);
+  for (int t = 0; t < T; ++t) pthread_join(threads[t], NULL);
+  for (int t = 0; t < T; ++t) MPI_Comm_free(&comms[t]);
+}
+
 /* ---- /dev/shm after MPI_Finalize --------------------------------------- */
 
 static int SegmentsOfThisProcess(void) {
@@ -874,7 +915,12 @@ static int SegmentsOfThisProcess(void) {
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "all";
-  MPI_Init(&argc, &argv);
+  int provided = MPI_THREAD_SINGLE;
+  if (strcmp(mode, "threads") == 0) {
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -890,8 +936,11 @@ int main(int argc, char** argv) {
     Communicators();
   } else if (strcmp(mode, "errors") == 0 && size == 2) {
     Errors();
+  } else if (strcmp(mode, "threads") == 0) {
+    if (provided == MPI_THREAD_MULTIPLE) Threads();
+    else if (world_rank == 0) printf("no MPI_THREAD_MULTIPLE: threads skipped\n");
   } else {
-    if (world_rank == 0) fprintf(stderr, "usage: %s all|errors (errors: 2 ranks)\n", argv[0]);
+    if (world_rank == 0) fprintf(stderr, "usage: %s all|errors|threads (errors: 2 ranks)\n", argv[0]);
     MPI_Finalize();
     return 2;
   }

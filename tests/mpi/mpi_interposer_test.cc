@@ -129,6 +129,16 @@ TEST_F(InterposerTest, CommunicatorLimitPassesTheRestToMpi) {
       << run.err;
 }
 
+// MPI_THREAD_MULTIPLE: three threads per rank, each on its own
+// communicator at the same time.
+TEST_F(InterposerTest, ThreadsEachOnTheirOwnCommunicator) {
+  const CliRun run = Mpirun(3, {"CHORUS_DEBUG=INFO"}, CHORUS_MPI_CHECK " threads");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  if (Has(run.out, "threads skipped")) GTEST_SKIP() << "Open MPI without MPI_THREAD_MULTIPLE";
+  EXPECT_TRUE(Has(run.out, ", 0 failed")) << run.out;
+  EXPECT_EQ(Count(run.err, "passed to MPI; 3 Chorus communicators"), 3) << run.err;
+}
+
 // A rank that arrives after CHORUS_TIMEOUT_MS: the one that waited gets an
 // MPI error (class MPI_ERR_OTHER, "Chorus ..." string) through
 // MPI_ERRORS_RETURN instead of hanging; the program then finalizes cleanly.
