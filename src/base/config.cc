@@ -41,6 +41,10 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_ALGO", "string", "",
        "Force algorithms: ring, tree, hd, ps, ps_sharded, dbtree, chain, hier, hier_sliced, direct, oneshot, "
        "or per collective 'allreduce:hd;broadcast:chain'."},
+      {"CHORUS_CHECK", "int", "0",
+       "1: before data moves, every collective is checked across ranks (same collective, count, datatype, op, "
+       "root and sequence number); a mismatch fails the call on every rank naming both sides. Set it alike on "
+       "every rank. Point-to-point calls are not checked."},
       {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
       {"CHORUS_SECRET", "hex128", "",
        "32 hex digits shared by all ranks for chorusCommInitFromEnv; authenticates every connection."},
@@ -131,6 +135,9 @@ Status Settings::FromEnvironment(Settings* out) {
   if (settings.transport != "auto" && settings.transport != "tcp") {
     return InvalidArgument("CHORUS_TRANSPORT must be auto or tcp, not '", settings.transport, "'");
   }
+  const std::string check = EnvValue("CHORUS_CHECK");
+  if (check != "0" && check != "1") return InvalidArgument("CHORUS_CHECK must be 0 or 1, not '", check, "'");
+  settings.check_calls = check == "1";
   CHORUS_RETURN_IF_ERROR(ParseShmRingBytes(EnvValue("CHORUS_SHM_RING_BYTES"), &settings.shm_ring_bytes));
   CHORUS_RETURN_IF_ERROR(ParseSocketBufferBytes(EnvValue("CHORUS_SOCKET_RCVBUF"), "CHORUS_SOCKET_RCVBUF",
                                                 &settings.socket_rcvbuf));

@@ -50,6 +50,7 @@ struct Settings {
   size_t shm_ring_bytes = 0;  // 0: automatic
   int socket_rcvbuf = 0;      // CHORUS_SOCKET_RCVBUF; 0: kernel autotuning
   int socket_sndbuf = 0;      // CHORUS_SOCKET_SNDBUF; 0: kernel autotuning
+  bool check_calls = false;   // CHORUS_CHECK=1
 
   static Status FromEnvironment(Settings* out);
 };

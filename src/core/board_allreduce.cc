@@ -132,6 +132,20 @@ Status BoardAllReduce::TwoPhasePiece(const Operation& op, size_t first, size_t c
   return Status::Ok();
 }
 
+Status BoardAllReduce::ShareRound(const uint8_t* mine, size_t bytes, uint8_t* all, const std::atomic<bool>& abort,
+                                  int timeout_ms) {
+  if (bytes > shm::ShmBoard::capacity()) return InternalError("board round of ", bytes, " bytes exceeds a slot");
+  const uint64_t round = ++round_;
+  std::memcpy(board_->OutboxFor(round), mine, bytes);
+  board_->Publish(round, bytes);
+  for (int rank = 0; rank < board_->nranks(); ++rank) {
+    const uint8_t* payload = nullptr;
+    CHORUS_RETURN_IF_ERROR(board_->Await(rank, round, bytes, &abort, timeout_ms, &payload));
+    std::memcpy(all + static_cast<size_t>(rank) * bytes, payload, bytes);
+  }
+  return Status::Ok();
+}
+
 Status BoardAllReduce::Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms) {
   const CollectiveArgs& args = op.args;
   const size_t piece = shm::ShmBoard::capacity() / DataTypeSize(args.dtype);

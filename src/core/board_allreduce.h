@@ -81,6 +81,10 @@ class BoardAllReduce {
   // One allreduce (Sum/Prod/Min/Max, Avg and PreMulSum as the communicator
   // resolved them into `op`) by `plan` (not kNone).
   Status Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms);
+  // One round in which every rank publishes `bytes` (at most a slot) and
+  // copies every rank's payload, in rank order, into `all` (CHORUS_CHECK's
+  // exchange, core/call_check.h). Every rank must take it.
+  Status ShareRound(const uint8_t* mine, size_t bytes, uint8_t* all, const std::atomic<bool>& abort, int timeout_ms);
   // Board rounds so far (tests).
   uint64_t rounds() const { return round_; }
 

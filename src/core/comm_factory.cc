@@ -33,6 +33,7 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->socket_sndbuf = settings.socket_sndbuf;
   options->use_tuner = settings.tuner == "model";
   options->tune_file = settings.tune_file;
+  options->check_calls = settings.check_calls;
   if (config != nullptr) {
     if (config->magic != CHORUS_CONFIG_MAGIC || config->size < sizeof(chorusConfig_t)) {
       return InvalidArgument("config was not initialised with CHORUS_CONFIG_INITIALIZER");
@@ -100,6 +101,9 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   CHORUS_RETURN_IF_ERROR(Communicator::Create(id, rank, nranks, options, &shell->impl));
   CHORUS_RETURN_IF_ERROR(ShareRecoveryAddresses(shell.get(), endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": sharing recovery addresses")));
+  // From the user's first call on (creation's own collectives are alike
+  // everywhere), so that call numbers count the user's collectives.
+  if (options.check_calls) shell->impl->StartCheckingCalls();
   shell->recovery = std::move(endpoint);
   *out = std::move(shell);
   return Status::Ok();

@@ -18,6 +18,8 @@ namespace chorus {
 
 namespace {
 constexpr uint64_t kPointToPointTag = 1ull << 63;
+// CHORUS_CHECK's exchanges; collective tags stay far below (sequence << 8).
+constexpr uint64_t kCallCheckTag = 1ull << 62;
 
 // The operations of one launch, for range-for.
 struct OperationRange {
@@ -158,14 +160,22 @@ Status Communicator::AwaitTurn(uint64_t ticket) {
 Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) {
   CHORUS_RETURN_IF_ERROR(AwaitTurn(ticket));
   Status status;
+  bool mismatch = false;
   if (aborted_.load()) {
     status = RemoteError("rank ", rank_, ": communicator was aborted");
   } else if (failed_.load(std::memory_order_acquire)) {
     status = async_error().WithContext("communicator is in an error state after an earlier failure");
   } else {
-    status = RunOperations(ops, nops);
+    if (checker_ != nullptr) status = checker_->Check(ops, nops, check_exchange_, &mismatch);
+    if (status.ok()) status = RunOperations(ops, nops);
   }
-  if (!status.ok()) Fail(status);
+  if (mismatch) {
+    // Rejected alike on every rank before anything moved: the communicator
+    // stays usable.
+    CHORUS_WARN("COLL", "rank ", rank_, ": ", status.message());
+  } else if (!status.ok()) {
+    Fail(status);
+  }
   running_ticket_.fetch_add(1, std::memory_order_seq_cst);
   if (turn_sleepers_.load(std::memory_order_seq_cst) != 0) {
     // A waiter checks `due` and sleeps atomically under the lock: taking it
@@ -174,6 +184,41 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
     order_cv_.notify_all();
   }
   return status;
+}
+
+void Communicator::StartCheckingCalls() {
+  checker_ = std::make_unique<CallChecker>(rank_, nranks_);
+  check_exchange_ = [this](const uint8_t* mine, size_t bytes, uint8_t* all) {
+    return ShareCheckBytes(mine, bytes, all);
+  };
+}
+
+Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t* all) {
+  // Every rank has the board or none, so every rank exchanges alike.
+  if (board_allreduce_ != nullptr) return board_allreduce_->ShareRound(mine, bytes, all, aborted_, options_.timeout_ms);
+  CollectiveArgs args;
+  args.coll = Collective::kAllGather;
+  args.count = bytes;
+  args.dtype = chorusUint8;
+  args.nranks = nranks_;
+  args.rank = rank_;
+  std::shared_ptr<const Schedule> schedule;
+  CHORUS_RETURN_IF_ERROR(schedules_.Get(args, Algorithm::kDirect, &schedule));
+  LaunchState& launch = launch_;
+  launch.Clear();
+  BoundSchedule bound;
+  bound.schedule = schedule.get();
+  bound.send = Writable(mine);
+  bound.recv = all;
+  bound.tag = kCallCheckTag | ++check_exchanges_;
+  launch.bound.push_back(bound);
+  launch.keep.push_back(std::move(schedule));
+  ExecutorOptions executor_options;
+  executor_options.chunk_bytes = options_.chunk_bytes;
+  executor_options.staging = &staging_;
+  executor_options.context = &executor_context_;
+  return ExecuteSchedules(transport_.get(), rank_, launch.bound, executor_options, aborted_,
+                          Deadline::AfterMs(options_.timeout_ms));
 }
 
 void Communicator::LaunchState::Clear() {
@@ -197,7 +242,7 @@ Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args
 }
 
 BoardPlan Communicator::UsesBoard(const Operation& op) {
-  if (board_allreduce_ == nullptr || op.kind != Operation::Kind::kCollective || op.grouped ||
+  if (board_allreduce_ == nullptr || op.kind != Operation::Kind::kCollective || op.grouped || op.args.count == 0 ||
       op.args.coll != Collective::kAllReduce || !board_allreduce_->Fits(op.args.count * DataTypeSize(op.args.dtype))) {
     return BoardPlan::kNone;
   }
@@ -234,7 +279,8 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   std::vector<ScratchLayout>& layouts = launch.layouts;
   size_t scratch_total = 0;
   for (const Operation& op : OperationRange{ops, ops + nops}) {
-    if (op.kind != Operation::Kind::kCollective) continue;
+    // Empty collectives reach here only to be checked (CHORUS_CHECK).
+    if (op.kind != Operation::Kind::kCollective || op.args.count == 0) continue;
     CollectiveArgs args = op.args;
     args.topology = &topology_;
     std::shared_ptr<const Schedule> schedule;
@@ -323,7 +369,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
 
   // Avg = Sum / nranks on the ranks that hold a result.
   for (const Operation& op : OperationRange{ops, ops + nops}) {
-    if (op.kind != Operation::Kind::kCollective || !op.average) continue;
+    if (op.kind != Operation::Kind::kCollective || !op.average || op.args.count == 0) continue;
     const CollectiveArgs& args = op.args;
     if (args.coll == Collective::kReduce && args.rank != args.root) continue;
     size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);

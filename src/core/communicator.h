@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
 #include "core/board_allreduce.h"
+#include "core/call_check.h"
 #include "core/executor.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
@@ -37,6 +38,7 @@ struct CommOptions {
   int socket_sndbuf = 0;  // CHORUS_SOCKET_SNDBUF; 0 = kernel autotuning
   bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
   std::string tune_file;  // CHORUS_TUNE_FILE
+  bool check_calls = false;  // CHORUS_CHECK=1: core/call_check.h
   AlgorithmTable algorithms;
 };
 
@@ -65,6 +67,12 @@ class Communicator {
   // The transport's shares_cores: this host's ranks outnumber its CPUs, so
   // waits on this communicator's work (turns, host streams) do not poll.
   bool cores_shared() const { return cores_shared_; }
+
+  // CHORUS_CHECK: every later launch's collectives are checked across ranks
+  // before data moves (core/call_check.h). Call before the communicator is
+  // shared with other threads.
+  void StartCheckingCalls();
+  bool checks_calls() const { return checker_ != nullptr; }
 
   // Reserves this call's place in the communicator's order. Calls run in
   // ticket order whatever thread or stream runs them.
@@ -97,6 +105,10 @@ class Communicator {
   // Waits until `ticket` is due (or the communicator aborted).
   Status AwaitTurn(uint64_t ticket);
   Status RunOperations(const Operation* ops, size_t nops);
+  // Every rank's `bytes` in rank order (CallChecker's exchange): a board
+  // round where the communicator has the board, else a direct allgather on
+  // a tag of its own.
+  Status ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t* all);
   // The schedule of a collective: the last one resolved for this call shape,
   // else chosen (ChooseFor) and taken from the cache.
   Status ScheduleFor(const Operation& op, const CollectiveArgs& args, std::shared_ptr<const Schedule>* schedule);
@@ -172,6 +184,10 @@ class Communicator {
   // Tiny allreduces when every rank is on this host over shm; null otherwise.
   std::unique_ptr<BoardAllReduce> board_allreduce_;
   BoardDecisions board_decisions_;
+  // CHORUS_CHECK; null when off.
+  std::unique_ptr<CallChecker> checker_;
+  CheckExchange check_exchange_;
+  uint64_t check_exchanges_ = 0;  // tags of the exchanges
 
   mutable std::mutex ops_mutex_;
   std::vector<PreMulSumOp> premul_ops_;

@@ -221,8 +221,22 @@ INSTANTIATE_TEST_SUITE_P(Values, BadEnvironmentTest,
                                            BadValue{"CHORUS_TIMEOUT_MS", ""}, BadValue{"CHORUS_NSOCKS", "0"},
                                            BadValue{"CHORUS_NSOCKS", "65"}, BadValue{"CHORUS_NSOCKS", "two"},
                                            BadValue{"CHORUS_CHUNK_BYTES", "12X"}, BadValue{"CHORUS_CHUNK_BYTES", "-1"},
-                                           BadValue{"CHORUS_CHUNK_BYTES", "32"}, BadValue{"CHORUS_CHUNK_BYTES", "0"}),
+                                           BadValue{"CHORUS_CHUNK_BYTES", "32"}, BadValue{"CHORUS_CHUNK_BYTES", "0"},
+                                           BadValue{"CHORUS_CHECK", "2"}, BadValue{"CHORUS_CHECK", "yes"},
+                                           BadValue{"CHORUS_CHECK", ""}),
                          [](const ::testing::TestParamInfo<BadValue>& info) { return std::to_string(info.index); });
+
+TEST_F(EnvironmentTest, CallChecksAreOffUnlessSetToOne) {
+  Settings settings;
+  ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
+  EXPECT_FALSE(settings.check_calls);
+  Set("CHORUS_CHECK", "1");
+  ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
+  EXPECT_TRUE(settings.check_calls);
+  Set("CHORUS_CHECK", "0");
+  ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
+  EXPECT_FALSE(settings.check_calls);
+}
 
 TEST_F(EnvironmentTest, ShmRingBytesIsAutomaticUnlessSet) {
   Settings settings;
