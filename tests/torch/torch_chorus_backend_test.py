@@ -302,18 +302,6 @@ def killed_rank(rank, world, store_dir):
     raise AssertionError("no error after a rank was killed")
 
 
-def stale_store_entry(rank, world, store_dir):
-    # A Chorus id from a job that is gone: rank 0 does not take part, the
-    # others find its id in the store and must fail cleanly within the timeout.
-    store = dist.FileStore(os.path.join(store_dir, "stale"), world)
-    if rank == 0:
-        import torch_chorus
-        pg = torch_chorus.ProcessGroupChorus(dist.HashStore(), 0, 1, __import__("datetime").timedelta(seconds=3))
-        del pg  # its id's listener is closed: a stale rendezvous
-        return "root"
-    return None
-
-
 def ddp_weights(rank, world, store_dir, backend, steps):
     init(backend, rank, world, store_dir)
     torch.manual_seed(0)
@@ -341,6 +329,51 @@ def ddp_hook(rank, world, store_dir, hook_name):
     x = torch.randn(16, 64, generator=torch.Generator().manual_seed(rank))
     ddp(x).sum().backward()
     return model.weight.grad.numpy().copy()
+
+
+def join_from_store(store, timeout_s):
+    """Joins as rank 1 of 2 through `store`; returns (error text, seconds)."""
+    from datetime import timedelta
+    import torch_chorus
+    start = time.monotonic()
+    try:
+        torch_chorus.ProcessGroupChorus(store, 1, 2, timedelta(seconds=timeout_s))
+    except RuntimeError as error:
+        return str(error), time.monotonic() - start
+    raise AssertionError("joining through a bad store entry succeeded")
+
+
+class ChorusRendezvousTest(unittest.TestCase):
+    """Bad store entries fail cleanly, within the timeout, in this process."""
+
+    def test_stale_store_entry_fails_within_the_timeout(self):
+        from datetime import timedelta
+        import torch_chorus
+        store = dist.HashStore()
+        # A finished job's id: its rendezvous listener is gone.
+        torch_chorus.ProcessGroupChorus(store, 0, 1, timedelta(seconds=5))
+        message, elapsed = join_from_store(store, 3)
+        self.assertIn("could not join", message)
+        self.assertLess(elapsed, 10.0, message)
+
+    def test_mangled_store_entry_is_refused(self):
+        from datetime import timedelta
+        import torch_chorus
+        store = dist.HashStore()
+        torch_chorus.ProcessGroupChorus(store, 0, 1, timedelta(seconds=5))
+        entry = bytearray(store.get("chorus/unique_id"))
+        entry[10] ^= 0x5A  # a secret byte: the id's checksum no longer matches
+        store.set("chorus/unique_id", bytes(entry))
+        message, elapsed = join_from_store(store, 3)
+        self.assertIn("corrupt unique id", message)
+        self.assertLess(elapsed, 1.0)
+
+    def test_store_entry_of_another_kind_is_refused(self):
+        store = dist.HashStore()
+        store.set("chorus/unique_id", b"not a chorus id")
+        message, elapsed = join_from_store(store, 3)
+        self.assertIn("not a Chorus id", message)
+        self.assertLess(elapsed, 1.0)
 
 
 class ChorusBackendTest(unittest.TestCase):
@@ -394,5 +427,7 @@ class ChorusBackendTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(ChorusBackendTest)
+    loader = unittest.defaultTestLoader
+    suite = unittest.TestSuite([loader.loadTestsFromTestCase(ChorusRendezvousTest),
+                                loader.loadTestsFromTestCase(ChorusBackendTest)])
     sys.exit(gtest_style.run(suite))

@@ -7,13 +7,14 @@ namespace torch_chorus {
 
 ChorusWork::ChorusWork(int rank, c10d::OpType type, const char* profiling_title, chorusComm_t comm,
                        chorusEvent_t event, std::vector<at::Tensor> outputs, std::function<void()> finalize,
-                       std::string what)
+                       std::string what, std::shared_ptr<CompletionQueue> completions)
     : c10d::Work(rank, type, profiling_title),
       comm_(comm),
       event_(event),
       outputs_(std::move(outputs)),
       finalize_(std::move(finalize)),
       what_(std::move(what)),
+      completions_(std::move(completions)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 ChorusWork::~ChorusWork() { (void)chorusEventDestroy(event_); }
@@ -79,6 +80,13 @@ std::vector<at::Tensor> ChorusWork::result() { return outputs_; }
 
 int ChorusWork::sourceRank() const { return source_rank_ >= 0 ? source_rank_ : c10d::Work::sourceRank(); }
 
-c10::intrusive_ptr<c10::ivalue::Future> ChorusWork::getFuture() { return future_; }
+c10::intrusive_ptr<c10::ivalue::Future> ChorusWork::getFuture() {
+  // Someone may wait on the future alone: make sure the work gets finished.
+  std::call_once(watched_, [this] {
+    c10::intrusive_ptr<ChorusWork> self = c10::intrusive_ptr<ChorusWork>::reclaim_copy(this);
+    if (!completions_->Push([self] { self->CompleteBlocking(); })) CompleteBlocking();
+  });
+  return future_;
+}
 
 }  // namespace torch_chorus

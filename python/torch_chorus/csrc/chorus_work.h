@@ -2,7 +2,8 @@
 // when the event recorded after its Chorus calls does: then its staged
 // outputs are copied back (non-contiguous tensors, flattened lists), and its
 // future is marked, exactly once, by whichever comes first: the caller's
-// wait() or the process group's completion thread.
+// wait() or isCompleted(), or the group's completion queue, which a work
+// joins when its future is first asked for.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,11 +12,14 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include <chorus/chorus.h>
+
+#include "completion_queue.h"
 
 namespace torch_chorus {
 
@@ -24,7 +28,8 @@ class ChorusWork : public c10d::Work {
   // `event` is owned from here on. `finalize` runs after success, before the
   // work counts as completed. `outputs` become the future's value.
   ChorusWork(int rank, c10d::OpType type, const char* profiling_title, chorusComm_t comm, chorusEvent_t event,
-             std::vector<at::Tensor> outputs, std::function<void()> finalize, std::string what);
+             std::vector<at::Tensor> outputs, std::function<void()> finalize, std::string what,
+             std::shared_ptr<CompletionQueue> completions);
   ~ChorusWork() override;
 
   bool isCompleted() override;
@@ -37,8 +42,7 @@ class ChorusWork : public c10d::Work {
   int sourceRank() const override;
   void set_source_rank(int rank) { source_rank_ = rank; }
 
-  // Blocks until the operation ended, then completes the work (the process
-  // group's completion thread).
+  // Blocks until the operation ended, then completes the work.
   void CompleteBlocking();
 
  private:
@@ -52,6 +56,8 @@ class ChorusWork : public c10d::Work {
   std::string what_;  // "allreduce of 1024 float32 elements", for messages
   int source_rank_ = -1;
   std::once_flag finished_;
+  std::shared_ptr<CompletionQueue> completions_;
+  std::once_flag watched_;  // joined the completion queue
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

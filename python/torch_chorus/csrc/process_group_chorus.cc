@@ -115,7 +115,6 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
     (void)chorusCommDestroy(comm_);
     TORCH_CHECK(false, "Chorus: could not create a stream: ", ChorusMessage(streamed, nullptr));
   }
-  completion_ = std::thread([this] { CompletionLoop(); });
 }
 
 ProcessGroupChorus::~ProcessGroupChorus() {
@@ -124,12 +123,7 @@ ProcessGroupChorus::~ProcessGroupChorus() {
   // release it while waiting for that thread.
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  completion_.join();  // every pending work finished first
+  completions_->Stop();  // every work whose future was asked for finished first
   {
     std::lock_guard<std::mutex> lock(announce_mutex_);
     announce_stopping_ = true;
@@ -148,21 +142,6 @@ ProcessGroupChorus::~ProcessGroupChorus() {
   }
 }
 
-void ProcessGroupChorus::CompletionLoop() {
-  for (;;) {
-    c10::intrusive_ptr<ChorusWork> work;
-    {
-      std::unique_lock<std::mutex> lock(queue_mutex_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopping and drained
-      work = pending_.front();
-    }
-    work->CompleteBlocking();
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    pending_.pop_front();
-  }
-}
-
 c10::intrusive_ptr<ChorusWork> ProcessGroupChorus::Launch(c10d::OpType type, const char* title, std::string what,
                                                           const std::function<chorusResult_t()>& issue,
                                                           std::vector<at::Tensor> outputs,
@@ -177,14 +156,8 @@ c10::intrusive_ptr<ChorusWork> ProcessGroupChorus::Launch(c10d::OpType type, con
     if (event != nullptr) (void)chorusEventDestroy(event);
     TORCH_CHECK(false, "Chorus ", what, ": ", ChorusMessage(result, nullptr));
   }
-  auto work = c10::make_intrusive<ChorusWork>(rank_, type, title, comm_, event, std::move(outputs),
-                                              std::move(finalize), std::move(what));
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    pending_.push_back(work);
-  }
-  queue_cv_.notify_one();
-  return work;
+  return c10::make_intrusive<ChorusWork>(rank_, type, title, comm_, event, std::move(outputs), std::move(finalize),
+                                         std::move(what), completions_);
 }
 
 void ProcessGroupChorus::Announce(int dst) {

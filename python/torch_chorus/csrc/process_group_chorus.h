@@ -2,8 +2,9 @@
 // operation validates its tensors, stages the ones Chorus cannot use in
 // place (non-contiguous, lists that must be one buffer), enqueues its Chorus
 // calls on the group's host stream, records an event after them and returns
-// a ChorusWork. A completion thread finishes works in issue order, so that
-// futures complete without anyone waiting (DDP's reducer, comm hooks).
+// a ChorusWork. Works whose futures are asked for (DDP's reducer, comm
+// hooks) join a completion queue, so that they complete without anyone
+// waiting; the others finish on the thread that waits on them.
 //
 // Point-to-point messages between two ranks are received in the order they
 // were sent (Chorus matches by peer and issue order; tags are not used for
@@ -21,6 +22,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <functional>
 #include <mutex>
@@ -31,6 +33,7 @@
 #include <chorus/chorus.h>
 
 #include "chorus_work.h"
+#include "completion_queue.h"
 
 namespace torch_chorus {
 
@@ -109,7 +112,6 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   c10::intrusive_ptr<ChorusWork> Launch(c10d::OpType type, const char* title, std::string what,
                                         const std::function<chorusResult_t()>& issue, std::vector<at::Tensor> outputs,
                                         std::function<void()> finalize);
-  void CompletionLoop();
   // Counts a send to `dst` in the store (by the announcer thread).
   void Announce(int dst);
   void AnnounceLoop();
@@ -125,10 +127,7 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   // (key, wire, count) -> state; destroyed after the stream drained.
   std::map<std::tuple<int64_t, int, size_t>, chorusCompressState_t> compress_states_;
 
-  std::mutex queue_mutex_;
-  std::condition_variable queue_cv_;
-  std::deque<c10::intrusive_ptr<ChorusWork>> pending_;
-  bool stopping_ = false;
+  std::shared_ptr<CompletionQueue> completions_ = std::make_shared<CompletionQueue>();
 
   // Receives issued from each peer (specific or any source); any-source
   // resolution and issuing happen under p2p_mutex_.
@@ -144,7 +143,6 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   bool announce_stopping_ = false;
   bool announce_warned_ = false;
   std::thread announcer_;
-  std::thread completion_;  // last: starts once the members above exist
 };
 
 }  // namespace torch_chorus
