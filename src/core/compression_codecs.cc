@@ -209,6 +209,7 @@ void SignOfSums(const int8_t* sums, size_t count, float* out) {
 int Int8Levels(int nranks) { return 127 / nranks; }
 
 void QuantizeInt8L1(const float* x, size_t count, int nranks, int8_t* q) {
+  if (count == 0) return;  // the buffers may be NULL (memset(NULL, 0, 0) is undefined)
   double l1 = 0;
   for (size_t i = 0; i < count; ++i) l1 += std::fabs(static_cast<double>(x[i]));
   const double mean = count > 0 ? l1 / static_cast<double>(count) : 0.0;

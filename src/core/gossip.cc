@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "base/half.h"
 #include "core/compression_stages.h"
@@ -104,8 +105,13 @@ Status Gossip(const void* sendbuff, void* recvbuff, size_t count, DataType dtype
     return InvalidArgument("datatype ", static_cast<int>(dtype), " is not a floating type (fp16, bf16, fp32, fp64)");
   }
   if (state == nullptr) return InvalidArgument("state is NULL");
-  if (state->partner != chorusGossipCube && state->partner != chorusGossipDissemination) {
-    return InvalidArgument("unknown gossip partner rule ", static_cast<int>(state->partner));
+  // The caller's struct may hold any integer there (C stores one freely):
+  // read it as an integer, and use it as the enum only once it is valid.
+  std::underlying_type_t<chorusGossipPartner_t> partner = 0;
+  static_assert(sizeof(partner) == sizeof(state->partner));
+  std::memcpy(&partner, &state->partner, sizeof(partner));
+  if (partner != chorusGossipCube && partner != chorusGossipDissemination) {
+    return InvalidArgument("unknown gossip partner rule ", static_cast<long long>(partner));
   }
   const size_t elem = DataTypeSize(dtype);
   if (count > SIZE_MAX / elem) return InvalidArgument("count ", count, " overflows the address space");

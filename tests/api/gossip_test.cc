@@ -3,6 +3,9 @@
 // ranks, non-power-of-two behaviour, and argument errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
+
 #include <vector>
 
 #include "tests/api/harness.h"
@@ -177,10 +180,19 @@ TEST(GossipTest, BadArgumentsAreRejectedAndNothingIsWritten) {
               chorusInvalidArgument);
     EXPECT_EQ(chorusGossip(send.data(), send.data() + 1, kCount, chorusFloat32, &state, comm, nullptr),
               chorusInvalidArgument);
-    chorusGossipState_t bad = state;
-    bad.partner = static_cast<chorusGossipPartner_t>(7);
-    EXPECT_EQ(chorusGossip(send.data(), recv.data(), kCount, chorusFloat32, &bad, comm, nullptr),
-              chorusInvalidArgument);
+    // A partner rule outside the enum, stored as C code may store any int
+    // (a C++ cast to the enum would itself be undefined): rejected from its
+    // integer value, never loaded as the enum (UBSan's enum check).
+    for (int value : {2, 7, -1, 1 << 30}) {
+      chorusGossipState_t bad = state;
+      static_assert(sizeof(bad.partner) == sizeof(value));
+      std::memcpy(&bad.partner, &value, sizeof(value));
+      EXPECT_EQ(chorusGossip(send.data(), recv.data(), kCount, chorusFloat32, &bad, comm, nullptr),
+                chorusInvalidArgument);
+      EXPECT_NE(std::string(chorusGetLastError(comm)).find("unknown gossip partner rule"), std::string::npos)
+          << chorusGetLastError(comm);
+      EXPECT_EQ(bad.step, 0u);
+    }
     EXPECT_EQ(state.step, 0u);
     for (int32_t value : recv) ASSERT_EQ(value, -7);
   });

@@ -207,5 +207,28 @@ TEST(OneBitErrorFeedback, EncodeAndDecodeMatchTheReference) {
   }
 }
 
+// Every codec at count 0 with NULL buffers (what an empty std::vector's
+// data() gives): nothing is read or written, and nothing is passed to
+// memset/memcpy as NULL (undefined even for 0 bytes; UBSan's nonnull check).
+TEST(CodecsAtCountZero, TakeNullBuffers) {
+  PackSignBits(nullptr, 0, nullptr);
+  SignVoteFromBits(nullptr, 0, 3, 0, nullptr);
+  SignVoteFromBitsPortable(nullptr, 0, 3, 0, nullptr);
+  SignVotes(nullptr, 0, nullptr);
+  SignOfSums(nullptr, 0, nullptr);
+  for (int nranks : {1, 2, 127}) QuantizeInt8L1(nullptr, 0, nranks, nullptr);
+  uint8_t record[sizeof(float)] = {0xff, 0xff, 0xff, 0xff};
+  ASSERT_EQ(OneBitRecordBytes(0), sizeof(record));
+  EncodeOneBit(nullptr, nullptr, 0, record);
+  float scale = -1.0f;
+  std::memcpy(&scale, record, sizeof(scale));
+  EXPECT_EQ(scale, 0.0f);
+  DecodeOneBitMean(record, sizeof(record), 1, 0, nullptr);
+  // The references too, as the tests above call them.
+  reference::PackSignBits(nullptr, 0, nullptr);
+  reference::QuantizeInt8L1(nullptr, 0, 2, nullptr);
+  reference::EncodeOneBit(nullptr, nullptr, 0, record);
+}
+
 }  // namespace
 }  // namespace chorus

@@ -16,6 +16,7 @@ inline float SignOf(int sum) { return sum > 0 ? 1.0f : (sum < 0 ? -1.0f : 0.0f);
 inline bool SignBit(const uint8_t* bits, size_t i) { return (bits[i / 8] >> (i % 8)) & 1u; }
 
 inline void PackSignBits(const float* x, size_t count, uint8_t* bits) {
+  if (count == 0) return;  // bits may be NULL
   std::memset(bits, 0, count / 8 + (count % 8 != 0));
   for (size_t i = 0; i < count; ++i) bits[i / 8] |= static_cast<uint8_t>(VotesPlus(x[i]) << (i % 8));
 }
@@ -38,7 +39,7 @@ inline void QuantizeInt8L1(const float* x, size_t count, int nranks, int8_t* q) 
   const double mean = count > 0 ? l1 / static_cast<double>(count) : 0.0;
   const int levels = 127 / nranks;
   if (!(mean > 0) || !std::isfinite(mean)) {
-    std::memset(q, 0, count);
+    if (count > 0) std::memset(q, 0, count);  // q may be NULL at count 0
     return;
   }
   const double factor = levels / 2.0 / mean;
@@ -55,7 +56,7 @@ inline void EncodeOneBit(const float* x, float* residual, size_t count, uint8_t*
   const float scale = count > 0 ? static_cast<float>(l1 / static_cast<double>(count)) : 0.0f;
   std::memcpy(record, &scale, sizeof(scale));
   uint8_t* bits = record + sizeof(scale);
-  std::memset(bits, 0, count / 8 + (count % 8 != 0));
+  if (count > 0) std::memset(bits, 0, count / 8 + (count % 8 != 0));
   for (size_t i = 0; i < count; ++i) {
     const float y = x[i] + residual[i];
     const bool plus = VotesPlus(y);
