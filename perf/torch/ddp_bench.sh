@@ -21,7 +21,8 @@ from elsewhere on the machine falls on both backends alike, and prints:
   difference chorus - gloo (targets: ratio >= 1.25, |difference| <= 0.3).
 
 Defaults: --nprocs "2 4", --pairs 3, --epochs 1 (468 steps at 2 processes,
-234 at 4); a full run takes about 10 minutes on 2 cores. --build DIR is
+234 at 4); a full run took 5 to 8 minutes on a 2-core machine that other
+jobs were loading (12 runs; each also pays ~8 s of start-up). --build DIR is
 the Meson build whose python/ holds torch_chorus (default: build).
 Runs with Debian's torch: /usr/bin/python3 (override with PYTHON=...).
 --log FILE keeps every run's output.
