@@ -62,7 +62,15 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
 echo "# examples/torch_ddp/train.py --epochs $epochs --max-steps $max_steps ${extra[*]:-}"
-echo "# $(nproc) CPUs, $("$python" -c 'import torch; print("torch", torch.__version__)'), $(date -u '+%Y-%m-%d %H:%M UTC'), git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+# The commit torch_chorus was built from ("+changes": the backend's sources
+# differed from it), from the build's record of its source directory.
+source_dir=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
+               "$build/meson-info/meson-info.json" 2>/dev/null || echo "")
+built_from="?"
+if [[ -n "$source_dir" ]] && built_from=$(git -C "$source_dir" rev-parse --short HEAD 2>/dev/null); then
+  git -C "$source_dir" diff --quiet HEAD -- python src transports include algorithms 2>/dev/null || built_from+="+changes"
+fi
+echo "# $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $("$python" -c 'import torch; print("torch", torch.__version__)'), $(date -u '+%Y-%m-%d %H:%M UTC'), script git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'), torch_chorus from $build (git $built_from)"
 for n in $nprocs; do
   for ((i = 1; i <= pairs; i++)); do
     for backend in gloo chorus; do
@@ -82,6 +90,7 @@ for n in $nprocs; do
   done
 done
 
+echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v order="$nprocs" '
   function field(name,   i, kv) {
     for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] }
