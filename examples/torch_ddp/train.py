@@ -182,10 +182,18 @@ def train(args, rank, world):
             f"loss={mean_loss.item() / world:.4f} test_accuracy={accuracy:.2f}")
 
 
+def register_chorus():
+    try:
+        import torch_chorus  # noqa: F401  registers the "chorus" backend
+    except ImportError as error:
+        sys.exit(f"train.py: --backend chorus needs torch_chorus ({error}): build Chorus "
+                 "(ninja -C build) and put build/python on PYTHONPATH")
+
+
 def run(args, rank, world):
     torch.set_num_threads(args.threads)
     if args.backend == "chorus":
-        import torch_chorus  # noqa: F401  registers the "chorus" backend
+        register_chorus()
     dist.init_process_group(args.backend, init_method="env://", rank=rank, world_size=world)
     line = train(args, rank, world)
     # The DDP model (and its reducer) died with train()'s locals while the
@@ -211,6 +219,8 @@ def main():
     # thread pool from it when torch loads, and set_num_threads does not shrink it.
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     if args.nproc > 0:
+        if args.backend == "chorus":
+            register_chorus()  # fail here once rather than in every rank
         with socket.socket() as s:  # a free port for the rendezvous
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
