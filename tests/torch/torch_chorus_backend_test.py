@@ -1,7 +1,8 @@
 """torch_chorus's own tests: every operation x dtype x reduce op against a
 reference computed from the ranks' known inputs, uneven all-to-all,
-subgroups, receives from any source, asynchronous work and futures, errors (a killed rank, a stale
-store entry, unsupported input), and DDP trained with gloo and with chorus.
+subgroups, receives from any source, batches of sends and receives,
+asynchronous work and futures, errors (a killed rank, a stale store entry,
+unsupported input), and DDP trained with gloo and with chorus.
 
 Runs with Debian's /usr/bin/python3 (python3-torch) and the build's python/
 on PYTHONPATH: build/tests/torch/torch_chorus_backend_test does both."""
@@ -270,6 +271,43 @@ def check_any_source(rank, world, store_dir):
     dist.barrier()
 
 
+def check_batch_receives_first(rank, world, store_dir):
+    init("chorus", rank, world, store_dir)
+    # Every rank receives from every peer before it sends: issued one by
+    # one, the first receive would hold each rank's communicator; a batch
+    # is issued as one group.
+    ops, got = [], {}
+    for peer in range(world):
+        if peer != rank:
+            got[peer] = torch.full((1000 + peer,), -1.0)
+            ops.append(dist.P2POp(dist.irecv, got[peer], peer))
+            ops.append(dist.P2POp(dist.isend, torch.full((1000 + rank,), float(rank)), peer))
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    for peer, tensor in got.items():
+        assert torch.equal(tensor, torch.full((1000 + peer,), float(peer))), (peer, tensor[:3])
+    # Inside a block: works wait for its end, and only send and recv may be called.
+    group = dist.distributed_c10d._get_default_group()
+    right, left = (rank + 1) % world, (rank - 1) % world
+    got = torch.zeros(5)
+    group._start_coalescing()
+    works = [group.recv([got], left, 0), group.send([torch.full((5,), float(rank))], right, 0)]
+    for call in (lambda: works[0].wait(), lambda: dist.all_reduce(torch.ones(1))):
+        try:
+            call()
+        except RuntimeError as error:
+            assert "coalescing block" in str(error), error
+        else:
+            raise AssertionError("a wait or a collective inside a coalescing block did not raise")
+    assert not works[0].is_completed()
+    group._end_coalescing(works)
+    for work in works:
+        work.wait()
+    assert torch.equal(got, torch.full((5,), float(left))), got
+    assert works[0]._source_rank() == left
+    dist.barrier()
+
+
 def check_clear_errors(rank, world, store_dir):
     init("chorus", rank, world, store_dir)
     cases = {
@@ -394,6 +432,9 @@ class ChorusBackendTest(unittest.TestCase):
 
     def test_recv_from_any_source_3_ranks(self):
         run_ranks(check_any_source, 3)
+
+    def test_batch_with_receives_first_3_ranks(self):
+        run_ranks(check_batch_receives_first, 3)
 
     def test_unsupported_input_raises_clearly(self):
         run_ranks(check_clear_errors, 2)

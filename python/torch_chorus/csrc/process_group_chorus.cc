@@ -146,6 +146,8 @@ c10::intrusive_ptr<ChorusWork> ProcessGroupChorus::Launch(c10d::OpType type, con
                                                           const std::function<chorusResult_t()>& issue,
                                                           std::vector<at::Tensor> outputs,
                                                           std::function<void()> finalize) {
+  TORCH_CHECK(!coalescing_.load(), "Chorus ", what,
+              ": only send and recv can be called inside a coalescing block (batch_isend_irecv)");
   ++sequence_;
   const chorusResult_t issued = issue();
   TORCH_CHECK(issued == chorusSuccess, "Chorus ", what, ": ", ChorusMessage(issued, comm_));
@@ -158,6 +160,64 @@ c10::intrusive_ptr<ChorusWork> ProcessGroupChorus::Launch(c10d::OpType type, con
   }
   return c10::make_intrusive<ChorusWork>(rank_, type, title, comm_, event, std::move(outputs), std::move(finalize),
                                          std::move(what), completions_);
+}
+
+c10::intrusive_ptr<ChorusWork> ProcessGroupChorus::Defer(bool is_send, void* data, size_t bytes, int peer,
+                                                         c10d::OpType type, const char* title, std::string what,
+                                                         std::vector<at::Tensor> outputs,
+                                                         std::function<void()> finalize) {
+  chorusEvent_t event = nullptr;
+  const chorusResult_t made = chorusEventCreate(&event);
+  TORCH_CHECK(made == chorusSuccess, "Chorus ", what, ": ", ChorusMessage(made, nullptr));
+  auto work = c10::make_intrusive<ChorusWork>(rank_, type, title, comm_, event, std::move(outputs),
+                                              std::move(finalize), std::move(what), completions_, /*issued=*/false);
+  deferred_.push_back(Deferred{is_send, data, bytes, peer, work});
+  return work;
+}
+
+void ProcessGroupChorus::startCoalescing() {
+  std::lock_guard<std::mutex> lock(p2p_mutex_);
+  TORCH_CHECK(!coalescing_.load(), "Chorus: a coalescing block is already open (they do not nest)");
+  coalescing_ = true;
+}
+
+void ProcessGroupChorus::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>&) {
+  std::vector<Deferred> ops;
+  {
+    std::lock_guard<std::mutex> lock(p2p_mutex_);
+    TORCH_CHECK(coalescing_.load(), "Chorus: endCoalescing without startCoalescing");
+    coalescing_ = false;
+    ops.swap(deferred_);
+  }
+  if (ops.empty()) return;
+  ++sequence_;
+  chorusResult_t result = chorusGroupStart();
+  const bool grouped = result == chorusSuccess;
+  for (size_t i = 0; i < ops.size() && result == chorusSuccess; ++i) {
+    const Deferred& op = ops[i];
+    result = op.is_send ? chorusSend(op.data, op.bytes, chorusUint8, op.peer, comm_, stream_)
+                        : chorusRecv(op.data, op.bytes, chorusUint8, op.peer, comm_, stream_);
+  }
+  if (grouped) {
+    const chorusResult_t ended = chorusGroupEnd();
+    if (result == chorusSuccess) result = ended;
+  }
+  std::string failure;
+  if (result != chorusSuccess) {
+    failure = "Chorus batch of " + std::to_string(ops.size()) + " sends and receives: " + ChorusMessage(result, comm_);
+  }
+  for (const Deferred& op : ops) {
+    // Every work's event follows the whole group.
+    const chorusResult_t recorded = failure.empty() ? chorusEventRecord(op.work->event(), stream_) : result;
+    if (recorded == chorusSuccess) {
+      op.work->Issued();
+      if (op.is_send) Announce(op.peer);
+    } else {
+      op.work->NotIssued(std::make_exception_ptr(std::runtime_error(
+          failure.empty() ? "Chorus: could not record an event: " + ChorusMessage(recorded, nullptr) : failure)));
+    }
+  }
+  TORCH_CHECK(failure.empty(), failure);
 }
 
 void ProcessGroupChorus::Announce(int dst) {
@@ -576,8 +636,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>&
   CheckSingle(tensors, "send");
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_, "Chorus send: destination ", dst_rank, " is out of range");
   const at::Tensor data = tensors[0].contiguous();
-  const void* buffer = data.data_ptr();
+  void* buffer = data.data_ptr();
   const size_t bytes = Bytes(data);
+  std::lock_guard<std::mutex> lock(p2p_mutex_);
+  if (coalescing_.load()) {
+    return Defer(true, buffer, bytes, dst_rank, c10d::OpType::SEND, "chorus:send", Describe("send", data), tensors,
+                 [data] {});
+  }
   auto work = Launch(
       c10d::OpType::SEND, "chorus:send", Describe("send", data),
       [&] { return chorusSend(buffer, bytes, chorusUint8, dst_rank, comm_, stream_); }, tensors, [data] {});
@@ -592,10 +657,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&
   void* buffer = staged->buffer.data_ptr();
   const size_t bytes = Bytes(staged->buffer);
   std::lock_guard<std::mutex> lock(p2p_mutex_);
-  auto work = Launch(
-      c10d::OpType::RECV, "chorus:recv", Describe("recv", tensors[0]),
-      [&] { return chorusRecv(buffer, bytes, chorusUint8, src_rank, comm_, stream_); }, tensors,
-      [staged] { staged->CopyBack(); });
+  auto work = coalescing_.load()
+                  ? Defer(false, buffer, bytes, src_rank, c10d::OpType::RECV, "chorus:recv", Describe("recv", tensors[0]),
+                          tensors, [staged] { staged->CopyBack(); })
+                  : Launch(
+                        c10d::OpType::RECV, "chorus:recv", Describe("recv", tensors[0]),
+                        [&] { return chorusRecv(buffer, bytes, chorusUint8, src_rank, comm_, stream_); }, tensors,
+                        [staged] { staged->CopyBack(); });
   ++received_[src_rank];
   work->set_source_rank(src_rank);
   return work;
@@ -603,6 +671,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(std::vector<at::Tensor>& tensors, int) {
   CheckSingle(tensors, "recv from any source");
+  TORCH_CHECK(!coalescing_.load(), "Chorus recv from any source: not inside a coalescing block (batch_isend_irecv)");
   TORCH_CHECK(size_ > 1, "Chorus recv from any source: rank ", rank_, " has no peer in a group of one");
   auto staged = std::make_shared<Staged>(tensors[0]);
   void* buffer = staged->buffer.data_ptr();

@@ -94,6 +94,14 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
+  // A coalescing block (batch_isend_irecv): its sends and receives are
+  // issued together when it ends, as one Chorus group, so that they make
+  // progress together whatever their order (a receive issued alone holds
+  // the communicator until its message arrives). Only send and recv may be
+  // called inside; their works wait for the block's end.
+  void startCoalescing() override;
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override;
+
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
 
@@ -112,6 +120,10 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   c10::intrusive_ptr<ChorusWork> Launch(c10d::OpType type, const char* title, std::string what,
                                         const std::function<chorusResult_t()>& issue, std::vector<at::Tensor> outputs,
                                         std::function<void()> finalize);
+  // The work of a send or recv inside a coalescing block (p2p_mutex_ held).
+  c10::intrusive_ptr<ChorusWork> Defer(bool is_send, void* data, size_t bytes, int peer, c10d::OpType type,
+                                       const char* title, std::string what, std::vector<at::Tensor> outputs,
+                                       std::function<void()> finalize);
   // Counts a send to `dst` in the store (by the announcer thread).
   void Announce(int dst);
   void AnnounceLoop();
@@ -134,6 +146,16 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   std::mutex p2p_mutex_;
   std::vector<int64_t> received_;
   int next_any_source_ = 0;  // where the next any-source scan starts (fairness)
+  // The open coalescing block's sends and receives, in call order.
+  struct Deferred {
+    bool is_send;
+    void* data;
+    size_t bytes;
+    int peer;
+    c10::intrusive_ptr<ChorusWork> work;  // keeps the buffers alive
+  };
+  std::atomic<bool> coalescing_{false};
+  std::vector<Deferred> deferred_;
 
   // Sends not yet counted in the store, by destination; the announcer
   // thread starts with the first send and drains before it stops.
