@@ -1,8 +1,9 @@
 """torch_chorus's own tests: every operation x dtype x reduce op against a
 reference computed from the ranks' known inputs, uneven all-to-all,
-subgroups, receives from any source, batches of sends and receives,
-asynchronous work and futures, errors (a killed rank, a stale store entry,
-unsupported input), and DDP trained with gloo and with chorus.
+subgroups, receives from any source, batches of sends and receives, the
+monitored barrier, asynchronous work and futures, errors (a killed rank, a
+stale store entry, unsupported input), and DDP trained with gloo and with
+chorus.
 
 Runs with Debian's /usr/bin/python3 (python3-torch) and the build's python/
 on PYTHONPATH: build/tests/torch/torch_chorus_backend_test does both."""
@@ -308,6 +309,36 @@ def check_batch_receives_first(rank, world, store_dir):
     dist.barrier()
 
 
+def check_monitored_barrier(rank, world, store_dir):
+    from datetime import timedelta
+    init("chorus", rank, world, store_dir)
+    group = dist.distributed_c10d._get_default_group()
+
+    def expect(call, text):
+        try:
+            call()
+        except RuntimeError as error:
+            assert text in str(error), error
+        else:
+            raise AssertionError(f"no error saying {text!r}")
+
+    group.monitored_barrier(timedelta(seconds=10))  # everyone arrives
+    # The last rank stays away: rank 0 names it, the others hear nothing back.
+    if rank == 0:
+        expect(lambda: group.monitored_barrier(timedelta(seconds=1)),
+               f"Rank {world - 1} failed to pass monitoredBarrier in 1000 ms")
+    elif rank != world - 1:
+        expect(lambda: group.monitored_barrier(timedelta(seconds=1)),
+               f"Rank {rank} successfully reached monitoredBarrier, but received errors")
+    # Nobody else comes: rank 0 names every rank, or runs out of time at once.
+    if rank == 0:
+        missing = ", ".join(str(r) for r in range(1, world))
+        expect(lambda: group.monitored_barrier(timedelta(milliseconds=200), True),
+               f"Ranks {missing} failed to pass monitoredBarrier")
+        expect(lambda: group.monitored_barrier(timedelta(seconds=0)), "Rank 0 timed out in monitoredBarrier")
+    dist.barrier()  # the communicator is untouched
+
+
 def check_clear_errors(rank, world, store_dir):
     init("chorus", rank, world, store_dir)
     cases = {
@@ -435,6 +466,9 @@ class ChorusBackendTest(unittest.TestCase):
 
     def test_batch_with_receives_first_3_ranks(self):
         run_ranks(check_batch_receives_first, 3)
+
+    def test_monitored_barrier_3_ranks(self):
+        run_ranks(check_monitored_barrier, 3)
 
     def test_unsupported_input_raises_clearly(self):
         run_ranks(check_clear_errors, 2)

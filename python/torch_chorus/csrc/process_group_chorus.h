@@ -100,6 +100,14 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   // the communicator until its message arrives). Only send and recv may be
   // called inside; their works wait for the block's end.
   void startCoalescing() override;
+
+  // Gloo's monitored barrier, through the store the group met in (so that
+  // the group stays usable when it fails): every other rank reports to rank
+  // 0 and waits for its release; rank 0 names the first rank (or, with
+  // wait_all_ranks, every rank) that did not arrive within the timeout.
+  // torch.distributed.monitored_barrier() itself accepts only gloo groups in
+  // torch 1.13; ProcessGroup.monitored_barrier() reaches this.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override;
 
   void setSequenceNumberForGroup() override {}
@@ -129,12 +137,15 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   void AnnounceLoop();
   // The store's count of messages `src` has sent to this rank.
   int64_t SentByPeer(int src);
+  // Whether `key` appeared in the store before `deadline`.
+  bool AwaitKey(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
   chorusComm_t comm_ = nullptr;
   chorusStream_t stream_ = nullptr;
   std::atomic<uint64_t> sequence_{0};
+  uint64_t monitored_barriers_ = 0;
   chorusGossipState_t gossip_ = CHORUS_GOSSIP_STATE_INITIALIZER;
   // (key, wire, count) -> state; destroyed after the stream drained.
   std::map<std::tuple<int64_t, int, size_t>, chorusCompressState_t> compress_states_;
