@@ -8,6 +8,7 @@ one process per rank for every test and meets in a file).
     distributed_suite.py --backend chorus --world-size 3 --compare-with gloo
     distributed_suite.py --backend gloo --world-size 2 --record gloo_ws2.txt
     distributed_suite.py --backend chorus --world-size 2 --reference gloo_ws2.txt
+    distributed_suite.py --backend chorus --world-size 3 --lift-gloo-gates
 
 Prints GoogleTest-style lines (gtest_style.py), so ./test.sh counts the cases.
 Tests listed in distributed_suite_skips.py (failing for every backend, or run
@@ -17,6 +18,12 @@ child process, since the suite reads BACKEND when imported; --reference reads
 what an earlier --record wrote), a test the reference fails or skips is
 skipped here with the reference's reason, and a test the reference passes
 must pass here: a skip for any reason not listed counts as a failure.
+
+--lift-gloo-gates runs, for a backend other than gloo, the tests the suite
+runs only for gloo (GLOO_ONLY in distributed_suite_skips.py, all passing with
+gloo): the suite is imported with BACKEND=gloo, so that its decorators let
+them through, and the tests then initialise this backend. Not how PyTorch
+runs a backend; a check that the backend does what those tests ask of gloo.
 """
 import argparse
 import atexit
@@ -47,12 +54,19 @@ def _parse_args(argv):
                         help="run only tests whose name contains this (repeatable)")
     parser.add_argument("--only", metavar="FILE", help="run only the tests named in FILE, one a line")
     parser.add_argument("--shard", default="1/1", metavar="K/N", help="run the K-th of N interleaved slices of the tests")
-    return parser.parse_args(argv)
+    parser.add_argument("--lift-gloo-gates", action="store_true",
+                        help="run the tests the suite runs only for gloo, with this backend")
+    args = parser.parse_args(argv)
+    if args.lift_gloo_gates and (args.backend == "gloo" or args.compare_with or args.reference):
+        parser.error("--lift-gloo-gates runs another backend than gloo, without a reference")
+    return args
 
 
 if __name__ == "__main__":
     ARGS = _parse_args(sys.argv[1:])
-    os.environ["BACKEND"] = ARGS.backend
+    # The backend the suite sees when imported, and the one under test.
+    os.environ["BACKEND"] = "gloo" if ARGS.lift_gloo_gates else ARGS.backend
+    os.environ["DISTRIBUTED_SUITE_BACKEND"] = ARGS.backend
     os.environ["WORLD_SIZE"] = str(ARGS.world_size)
     # torch's common_utils parses sys.argv when imported, here and in every
     # spawned rank (which inherits this argv): leave it only the script.
@@ -95,9 +109,11 @@ _install_expecttest_stand_in()
 import torch  # noqa: E402
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
 
-from distributed_suite_skips import FEATURES, skip_reason  # noqa: E402
+from distributed_suite_skips import FEATURES, GLOO_ONLY, skip_reason  # noqa: E402
 
-BACKEND = os.environ["BACKEND"]
+SUITE_BACKEND = os.environ["BACKEND"]
+BACKEND = os.environ.get("DISTRIBUTED_SUITE_BACKEND", SUITE_BACKEND)
+LIFTED = BACKEND != SUITE_BACKEND
 if BACKEND == "chorus":
     import torch_chorus  # noqa: F401  registers "chorus", here and in every spawned rank
 # A third-party backend is a "plugin", and joins the feature sets it
@@ -108,10 +124,16 @@ if BACKEND in FEATURES:
     for feature in FEATURES[BACKEND]:
         DistTestCases.backend_feature[feature].add(BACKEND)
 
+import torch.testing._internal.distributed.distributed_test as distributed_test  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest,
     TestDistBackend,
 )
+
+if LIFTED:
+    # Decorators ran for SUITE_BACKEND; init_process_group and the tests'
+    # own checks read this at run time.
+    distributed_test.BACKEND = BACKEND
 
 torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -159,6 +181,8 @@ def _error_line(err):
 
 def _selected_tests():
     names = unittest.TestLoader().getTestCaseNames(TestDistBackendWithSpawn)
+    if LIFTED:
+        names = [n for n in names if n in GLOO_ONLY]
     if ARGS.only:
         with open(ARGS.only) as f:
             wanted = {line.strip() for line in f if line.strip()}
@@ -175,7 +199,8 @@ def _run_reference(backend, names):
     only, record, log = (os.path.join(workdir, f) for f in ("tests.txt", "results.txt", "output.log"))
     with open(only, "w") as f:
         f.write("".join(name + "\n" for name in names))
-    env = {k: v for k, v in os.environ.items() if k not in ("TEMP_DIR", "INIT_METHOD", "BACKEND")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TEMP_DIR", "INIT_METHOD", "BACKEND", "DISTRIBUTED_SUITE_BACKEND")}
     command = [sys.executable, os.path.abspath(__file__), "--backend", backend, "--world-size",
                str(ARGS.world_size), "--only", only, "--record", record]
     started = time.monotonic()
@@ -207,7 +232,7 @@ def main():
         # list takes out for this backend.
         reference_name = ARGS.compare_with
         reference = _run_reference(ARGS.compare_with,
-                                   [n for n in names if skip_reason(n, BACKEND, ARGS.world_size) is None])
+                                   [n for n in names if skip_reason(n, BACKEND, ARGS.world_size, LIFTED) is None])
     elif ARGS.reference:
         reference_name, reference = os.path.basename(ARGS.reference), read_results(ARGS.reference)
 
@@ -215,11 +240,13 @@ def main():
     suite = unittest.TestSuite()
     for name in names:
         test = TestDistBackendWithSpawn(name)
-        reason = skip_reason(name, BACKEND, ARGS.world_size)
+        reason = skip_reason(name, BACKEND, ARGS.world_size, LIFTED)
         if reason is None and reference_name is not None:
-            state, why = reference.get(name, ("MISSING", "no result"))
-            if state != "PASS":
-                verb = {"FAIL": "fails", "SKIP": "skipped"}.get(state, "not run")
+            state, why = reference.get(name, ("MISSING", ""))
+            if state == "MISSING":
+                reason = f"no result from {reference_name}"
+            elif state != "PASS":
+                verb = "fails" if state == "FAIL" else "skipped"
                 reason = f"{verb} with {reference_name} too" + (f": {why}" if why else "")
         if reason is not None:
             listed.add(name)
@@ -253,9 +280,17 @@ def main():
 
     gtest_style.GTestStyleResult = Result
     status = gtest_style.run(suite)
+    missing = [n for n in names if reference_name is not None and n not in reference
+               and skip_reason(n, BACKEND, ARGS.world_size, LIFTED) is None]
+    if missing:
+        # Without the reference's results nothing was compared: not a pass.
+        print(f"{reference_name} has no result for {len(missing)} of these tests ({', '.join(missing[:3])}"
+              f"{', ...' if len(missing) > 3 else ''}): nothing to compare them with", flush=True)
+        status = 1
     if ARGS.record:
         with open(ARGS.record, "w") as f:
-            f.write(f"# torch {torch.__version__}, Python {sys.version.split()[0]}, backend {BACKEND}, "
+            lifted = ", gloo's gates lifted" if LIFTED else ""
+            f.write(f"# torch {torch.__version__}, Python {sys.version.split()[0]}, backend {BACKEND}{lifted}, "
                     f"world size {ARGS.world_size}: test, PASS/FAIL/SKIP, reason\n")
             for name in sorted(results):
                 state, why = results[name]
