@@ -377,6 +377,41 @@ TEST(ShmTransportTest, SleepingReceiverWakesForData) {
   EXPECT_LT(received_at - sent_at, std::chrono::milliseconds(500));
 }
 
+// A message that lands while the receiver announces that it sleeps is
+// found by its last look before the futex wait; that completes the receive,
+// and Progress must return with it instead of sleeping out its timeout
+// (it did: with nothing left pending it slept the whole 100 ms slice the
+// executor asks for, stalling one in ~20 DDP steps by ~100 ms).
+TEST(ShmTransportTest, ReceiveCompletedByTheLastLookBeforeSleepingEndsProgress) {
+  std::vector<std::unique_ptr<Transport>>* mesh = nullptr;
+  bool armed = false;
+  uint64_t out = 7, in = 0;
+  TransferRequest send = Request(&out, sizeof(out), 5);
+  ShmTuning tuning;
+  tuning.before_last_look = [&] {
+    if (!armed) return;
+    armed = false;
+    // Rank 0 sends now: its record is published after rank 1 looked for
+    // work in its wait loop and before the look that precedes the sleep.
+    ASSERT_TRUE((*mesh)[0]->endpoint(1)->PostSend(&send).ok());
+    ASSERT_TRUE((*mesh)[0]->Progress(0).ok());
+  };
+  auto transports = ConnectedMesh(2, tuning);
+  ASSERT_EQ(transports.size(), 2u);
+  mesh = &transports;
+  TransferRequest recv = Request(&in, sizeof(in), 5);
+  ASSERT_TRUE(transports[1]->endpoint(0)->PostRecv(&recv).ok());
+  armed = true;
+  const Clock::time_point start = Clock::now();
+  ASSERT_TRUE(transports[1]->Progress(3000).ok());
+  const auto waited = Clock::now() - start;
+  EXPECT_FALSE(armed) << "the receiver never went to sleep";
+  EXPECT_TRUE(recv.done);
+  EXPECT_EQ(in, 7u);
+  EXPECT_LT(waited, std::chrono::milliseconds(1000));
+  ASSERT_TRUE(WaitAll(transports[0].get(), {&send}).ok());
+}
+
 TEST(ShmTransportTest, PeersOnOtherHostsAreSkipped) {
   // Rank 2 lives "elsewhere": ranks 0 and 1 get an empty address for it.
   std::vector<std::string> addresses;

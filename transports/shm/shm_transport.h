@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -71,6 +72,10 @@ struct ShmTuning {
   // and combined from there.
   size_t combine_piece_bytes = shm::kDefaultCombinePieceBytes;
   ShmWaitMode wait_mode = ShmWaitMode::kAuto;
+  // Tests only: runs each time a waiting Progress has announced that it
+  // sleeps, just before its last look for work (so a test can deliver a
+  // message exactly there, the window a peer's wake-up can race with).
+  std::function<void()> before_last_look;
 };
 
 // Creates this rank's segment; LocalAddress() names it.
@@ -122,9 +127,9 @@ class ShmTransport : public Transport {
   Status Post(int peer, TransferRequest* request, bool is_send);
   Status PumpAll(bool* progressed);
   Status PumpPeer(Peer& peer, bool* progressed);
-  Status CheckPeers(bool force = false);
+  Status CheckPeers(bool force, bool* progressed);
   Status Wait(int timeout_ms);
-  Status SleepOnce(int64_t timeout_us);
+  Status SleepOnce(int64_t timeout_us, bool* progressed);
   Status Fail(Status status);
   shm::SegmentHeader* header() const { return static_cast<shm::SegmentHeader*>(segment_->data()); }
 
