@@ -39,19 +39,21 @@ def time_calls(dist, tensor, group, calls):
 def worker(rank, args):
     import torch
     import torch.distributed as dist
-    import torch_chorus  # noqa: F401  registers "chorus"
+    if "chorus" in args.backends:
+        import torch_chorus  # noqa: F401  registers "chorus"
 
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(args.port)
     dist.init_process_group("gloo", rank=rank, world_size=args.nproc)
-    groups = {"gloo": dist.new_group(backend="gloo"), "chorus": dist.new_group(backend="chorus")}
+    groups = {name: dist.new_group(backend=name) for name in args.backends}
     world = args.nproc
     rows = []
     for size in sizes(args.min_bytes, args.max_bytes):
         tensor = torch.ones(size // 4, dtype=torch.float32)
         # Enough calls that each timing lasts ~target ms on the slower backend.
-        estimate = max(3, min(2000, int(args.target_ms * 1e-3 / max(time_calls(dist, tensor, groups["gloo"], 2), 1e-6))))
+        slowest = max(time_calls(dist, tensor, group, 2) for group in groups.values())
+        estimate = max(3, min(2000, int(args.target_ms * 1e-3 / max(slowest, 1e-6))))
         agreed = torch.tensor([estimate])  # every rank must make the same number of calls
         dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
         calls = int(agreed.item())
@@ -68,10 +70,14 @@ def worker(rank, args):
     if rank == 0:
         print(f"# torch.distributed.all_reduce float32, {world} processes, {os.cpu_count()} CPUs, "
               f"torch {torch.__version__}; median of {args.reps} alternated timings per size")
-        print(f"{'bytes':>10} {'gloo_us':>10} {'chorus_us':>10} {'gloo_GB/s':>10} {'chorus_GB/s':>12} {'ratio':>6}")
+        names = list(groups)
+        ratio = len(names) == 2
+        print(f"{'bytes':>10}" + "".join(f" {n + '_us':>10}" for n in names)
+              + "".join(f" {n + '_GB/s':>12}" for n in names) + (f" {'ratio':>6}" if ratio else ""))
         for size, medians, busbw in rows:
-            print(f"{size:>10} {medians['gloo'] * 1e6:>10.1f} {medians['chorus'] * 1e6:>10.1f} "
-                  f"{busbw['gloo']:>10.3f} {busbw['chorus']:>12.3f} {busbw['chorus'] / busbw['gloo']:>6.2f}")
+            print(f"{size:>10}" + "".join(f" {medians[n] * 1e6:>10.1f}" for n in names)
+                  + "".join(f" {busbw[n]:>12.3f}" for n in names)
+                  + (f" {busbw[names[1]] / busbw[names[0]]:>6.2f}" if ratio else ""))
         sys.stdout.flush()
     dist.barrier()
     dist.destroy_process_group()
@@ -85,6 +91,8 @@ def main():
     parser.add_argument("--reps", type=int, default=5, help="alternated timings per size and backend")
     parser.add_argument("--target-ms", type=float, default=100, help="length of one timing")
     parser.add_argument("--port", type=int, default=29541)
+    parser.add_argument("--backends", default="gloo,chorus", type=lambda text: text.split(","),
+                        help="groups to time, comma-separated (gloo alone shows gloo without Chorus's threads)")
     args = parser.parse_args()
     import torch.multiprocessing as mp
     mp.spawn(worker, args=(args,), nprocs=args.nproc)
