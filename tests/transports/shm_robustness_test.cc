@@ -19,6 +19,7 @@
 
 #include "tests/transports/shm_test_util.h"
 #include "transports/shm/shm_names.h"
+#include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/socket/socket.h"
 
@@ -71,6 +72,19 @@ TEST(ShmRobustnessTest, SegmentLargerThanDevShmFailsWithAClearError) {
     EXPECT_NE(status.message().find(part), std::string::npos) << "no '" << part << "' in: " << status.message();
   }
   EXPECT_TRUE(SegmentsOf(secret).empty());
+}
+
+// The free space is read after the failed reservation; ranks creating or
+// removing segments at the same time can leave more free than was needed
+// by then, which must not read as "needs 4 MB but has 6 MB free".
+TEST(ShmRobustnessTest, ShortageMessageNeverClaimsEnoughFreeSpace) {
+  EXPECT_EQ(shm::DescribeShortage(4096, true, 1024, 65536), "/dev/shm has 1024 bytes free (of 65536)");
+  const std::string raced = shm::DescribeShortage(4096, true, 8192, 65536);
+  EXPECT_EQ(raced.find("has 8192 bytes free"), std::string::npos) << raced;
+  EXPECT_NE(raced.find("ran out"), std::string::npos) << raced;
+  EXPECT_NE(raced.find("8192 bytes free (of 65536) just after"), std::string::npos) << raced;
+  EXPECT_NE(raced.find("at the same time"), std::string::npos) << raced;
+  EXPECT_EQ(shm::DescribeShortage(4096, false, 0, 0), "/dev/shm has no room");
 }
 
 TEST(ShmRobustnessTest, AbsurdSizeFailsWithoutSigbusOrLeftovers) {

@@ -61,12 +61,10 @@ Status Reserve(int fd, size_t bytes, const std::string& name) {
   if (error == 0) return Status::Ok();
   if (error == ENOSPC || error == EFBIG || error == ENOMEM) {
     struct statvfs space = {};
-    std::string room = "no room";
-    if (::fstatvfs(fd, &space) == 0 && space.f_blocks > 0) {
-      const unsigned long long block = space.f_frsize;
-      room = StrCat(space.f_bavail * block, " bytes free (of ", space.f_blocks * block, ")");
-    }
-    return SystemError("shared memory segment ", name, " needs ", bytes, " bytes but /dev/shm has ", room, " (",
+    const bool known = ::fstatvfs(fd, &space) == 0 && space.f_blocks > 0;
+    const uint64_t block = known ? space.f_frsize : 0;
+    return SystemError("shared memory segment ", name, " needs ", bytes, " bytes but ",
+                       DescribeShortage(bytes, known, space.f_bavail * block, space.f_blocks * block), " (",
                        std::strerror(error), ")");
   }
   return ErrnoError(error, StrCat("reserving ", bytes, " bytes of shared memory ", name));
@@ -80,6 +78,15 @@ Status Map(int fd, size_t bytes, const std::string& name, void** data) {
 }
 
 }  // namespace
+
+std::string DescribeShortage(size_t needed, bool known, uint64_t free_bytes, uint64_t total_bytes) {
+  if (!known) return "/dev/shm has no room";
+  if (free_bytes < needed) return StrCat("/dev/shm has ", free_bytes, " bytes free (of ", total_bytes, ")");
+  // Read after the failure: processes creating or removing segments at the
+  // same time (the other ranks of this job) changed it in between.
+  return StrCat("/dev/shm ran out; it had ", free_bytes, " bytes free (of ", total_bytes,
+                ") just after, as other processes were creating or removing segments at the same time");
+}
 
 ShmSegment::ShmSegment(std::string name, void* data, size_t size, bool linked, int lock_fd)
     : name_(std::move(name)), data_(data), size_(size), linked_(linked), lock_fd_(lock_fd) {}

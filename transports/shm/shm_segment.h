@@ -47,6 +47,11 @@ class ShmSegment {
   int lock_fd_;               // holds the creator's lock while linked_; closed by Unlink
 };
 
+// The "/dev/shm has ..." part of the error when reserving `needed` bytes
+// failed for lack of space; `known`: the free and total figures were read
+// (just after the failure, so others may have changed them).
+std::string DescribeShortage(size_t needed, bool known, uint64_t free_bytes, uint64_t total_bytes);
+
 // MAC(secret, label || nonce || rank): SipHash-2-4-128.
 void SegmentMac(const uint8_t secret[16], const char* label, const uint8_t nonce[16], int32_t rank, uint8_t out[16]);
 
