@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the reference trainer's targets (docs/trainer.md, "The targets") and
+# Reproduces the reference trainer's targets (docs/trainer.md, "The benchmark set") and
 # writes a results table and accuracy-vs-time plots.
 #
 #   examples/trainer/bench.sh [--quick] [--epochs N] [--only a,b,c,d]

@@ -30,7 +30,7 @@ class Conv2d : public Layer {
                 Tensor* input_grad) override;
 
   // Half of a 1 MiB L2. On LeNet conv2 128 KiB-1 MiB are within 4 % and 2 MiB
-  // 5-6 % slower (perf/trainer/conv_benchmark.cc, docs/performance.md).
+  // 5-6 % slower (perf/trainer/conv_benchmark.cc, docs/trainer.md).
   static constexpr size_t kDefaultChunkBytes = 512 * 1024;
   // Bytes of patches per chunk of images; SIZE_MAX runs the whole batch
   // through one GEMM per product (the benchmark's baseline). Only the weight
