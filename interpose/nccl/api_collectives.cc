@@ -1,0 +1,199 @@
+// Collective, point-to-point, group and reduction-op entry points of
+// nccl.h. The cudaStream_t argument is not used: this build serves host
+// buffers, and every call runs on Chorus's NULL stream, so it has
+// completed when it returns (inside a group: when ncclGroupEnd returns).
+#include <string>
+
+#include "interpose/nccl/group.h"
+#include "interpose/nccl/last_error.h"
+#include "interpose/nccl/mapping.h"
+#include "interpose/nccl/nccl_api.h"
+
+using chorus_nccl::Fail;
+using chorus_nccl::FromChorus;
+using chorus_nccl::ToChorus;
+
+namespace {
+
+// Checks what Chorus cannot check under NCCL's names (the handle, the
+// datatype and op enums) and maps them.
+ncclResult_t Prepare(const char* api, ncclComm_t comm, ncclDataType_t datatype, chorusDataType_t* type) {
+  if (comm == nullptr) return Fail(ncclInvalidArgument, api, "comm is NULL");
+  const char* why = nullptr;
+  if (!chorus_nccl::MapDataType(datatype, type, &why)) {
+    return Fail(ncclInvalidArgument, api,
+                "datatype " + std::to_string(static_cast<int>(datatype)) + " (" +
+                    chorus_nccl::DataTypeName(datatype) + ") " + why);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t PrepareOp(const char* api, ncclRedOp_t op, chorusRedOp_t* out) {
+  if (!chorus_nccl::MapRedOp(op, out)) {
+    return Fail(ncclInvalidArgument, api, "op " + std::to_string(static_cast<int>(op)) + " is not an ncclRedOp_t");
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclAllReduce";
+  chorusDataType_t type;
+  chorusRedOp_t chorus_op;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result == ncclSuccess) result = PrepareOp(api, op, &chorus_op);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusAllReduce(sendbuff, recvbuff, count, type, chorus_op, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclBroadcast";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusBroadcast(sendbuff, recvbuff, count, type, root, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+         cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclBcast";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusBroadcast(buff, buff, count, type, root, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclReduce";
+  chorusDataType_t type;
+  chorusRedOp_t chorus_op;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result == ncclSuccess) result = PrepareOp(api, op, &chorus_op);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusReduce(sendbuff, recvbuff, count, type, chorus_op, root, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclAllGather";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusAllGather(sendbuff, recvbuff, sendcount, type, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclReduceScatter";
+  chorusDataType_t type;
+  chorusRedOp_t chorus_op;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result == ncclSuccess) result = PrepareOp(api, op, &chorus_op);
+  if (result != ncclSuccess) return result;
+  return FromChorus(
+      chorusReduceScatter(sendbuff, recvbuff, recvcount, type, chorus_op, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclAlltoAll";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusAlltoAll(sendbuff, recvbuff, count, type, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclGather";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusGather(sendbuff, recvbuff, count, type, root, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclScatter";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusScatter(sendbuff, recvbuff, count, type, root, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+         ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclSend";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusSend(sendbuff, count, type, peer, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream) {
+  (void)stream;
+  const char* api = "ncclRecv";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusRecv(recvbuff, count, type, peer, ToChorus(comm), nullptr), api);
+}
+
+NCCL_API(ncclResult_t, ncclGroupStart, void) { return chorus_nccl::GroupStart(); }
+
+NCCL_API(ncclResult_t, ncclGroupEnd, void) { return chorus_nccl::GroupEnd(); }
+
+NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+  (void)simInfo;
+  return Fail(ncclInvalidUsage, "ncclGroupSimulateEnd",
+              "not supported by Chorus (no simulation of NCCL's GPU kernels); the group stays open, end it "
+              "with ncclGroupEnd");
+}
+
+// With ncclScalarDevice Chorus reads *scalar at each call: host memory in
+// this build, as every buffer.
+NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+         ncclScalarResidence_t residence, ncclComm_t comm) {
+  const char* api = "ncclRedOpCreatePreMulSum";
+  chorusDataType_t type;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result != ncclSuccess) return result;
+  if (op == nullptr) return Fail(ncclInvalidArgument, api, "op is NULL");
+  chorusScalarResidence_t chorus_residence;
+  switch (residence) {
+    case ncclScalarDevice: chorus_residence = chorusScalarDevice; break;
+    case ncclScalarHostImmediate: chorus_residence = chorusScalarHostImmediate; break;
+    default:
+      return Fail(ncclInvalidArgument, api,
+                  "residence " + std::to_string(static_cast<int>(residence)) + " is not an ncclScalarResidence_t");
+  }
+  chorusRedOp_t made;
+  result = FromChorus(chorusRedOpCreatePreMulSum(&made, scalar, type, chorus_residence, ToChorus(comm)), api);
+  if (result != ncclSuccess) return result;
+  *op = static_cast<ncclRedOp_t>(made);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  const char* api = "ncclRedOpDestroy";
+  if (comm == nullptr) return Fail(ncclInvalidArgument, api, "comm is NULL");
+  chorusRedOp_t chorus_op;
+  ncclResult_t result = PrepareOp(api, op, &chorus_op);
+  if (result != ncclSuccess) return result;
+  return FromChorus(chorusRedOpDestroy(chorus_op, ToChorus(comm)), api);
+}
