@@ -8,6 +8,8 @@
  *   nccl_abi_check group N    one thread creates N ranks in a group and
  *                             drives them with grouped calls, then one
  *                             thread per rank
+ *   nccl_abi_check shrink N   N processes; the last exits after init, the
+ *                             others shrink it away and go on
  *
  * Prints "OK <mode> <N>: <checks> checks" and exits 0, or names each
  * failed check on stderr and exits 1. */
@@ -546,7 +548,9 @@ static int ReadAll(int fd, void* buf, size_t len) {
   return 0;
 }
 
-static int RunProcesses(int n) {
+static void ShrinkAfterDeath(ncclComm_t comm, int rank, int n);
+
+static int RunProcesses(int n, int shrink) {
   /* Fork before any NCCL call (no threads yet), then pass the id. */
   int pipes[3][2];
   pid_t children[3];
@@ -585,7 +589,11 @@ static int RunProcesses(int n) {
     }
     EXPECT_OK(ncclCommInitRank(&comm, n, id, rank));
   }
-  if (comm != NULL) RunSuite(comm, rank, n);
+  if (comm != NULL && shrink) {
+    ShrinkAfterDeath(comm, rank, n);
+  } else if (comm != NULL) {
+    RunSuite(comm, rank, n);
+  }
   if (rank != 0) _exit(t_failures == 0 && t_checks > 0 ? 0 : 1);
   int children_ok = 1;
   for (int r = 1; r < n; ++r) {
@@ -596,6 +604,28 @@ static int RunProcesses(int n) {
     }
   }
   return children_ok ? 0 : 1;
+}
+
+/* The last rank dies (its process ends, communicator and all); the others
+   exclude it with ncclCommShrink and carry on with n - 1 ranks. */
+static void ShrinkAfterDeath(ncclComm_t comm, int rank, int n) {
+  int32_t one = 1, total = 0;
+  EXPECT_OK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL));
+  CHECK(total == n, "AllReduce before the death: %d", total);
+  if (rank == n - 1) _exit(0);
+  int dead[1] = {n - 1};
+  ncclComm_t survivors = NULL;
+  EXPECT_OK(ncclCommShrink(comm, dead, 1, &survivors, NULL, NCCL_SHRINK_ABORT));
+  if (survivors == NULL) return;
+  int count = 0, me = -1;
+  EXPECT_OK(ncclCommCount(survivors, &count));
+  EXPECT_OK(ncclCommUserRank(survivors, &me));
+  CHECK(count == n - 1 && me == rank, "shrunk communicator: count %d rank %d", count, me);
+  total = 0;
+  EXPECT_OK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, survivors, NULL));
+  CHECK(total == n - 1, "AllReduce after the shrink: %d", total);
+  EXPECT_OK(ncclCommDestroy(survivors));
+  EXPECT_OK(ncclCommAbort(comm));
 }
 
 static int RunInitAll(int n) {
@@ -651,14 +681,16 @@ static int RunGroup(int n) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s procs|threads|group N (N in 2..3)\n", argv[0]);
+    fprintf(stderr, "usage: %s procs|threads|group|shrink N (N in 2..3)\n", argv[0]);
     return 2;
   }
   int n = atoi(argv[2]);
   if (n < 2 || n > 3) return 2;
   int status;
   if (strcmp(argv[1], "procs") == 0) {
-    status = RunProcesses(n);
+    status = RunProcesses(n, 0);
+  } else if (strcmp(argv[1], "shrink") == 0) {
+    status = RunProcesses(n, 1);
   } else if (strcmp(argv[1], "threads") == 0) {
     status = RunInitAll(n);
   } else if (strcmp(argv[1], "group") == 0) {

@@ -1,7 +1,8 @@
 // libnccl.so.2 as a drop-in NCCL: its exported symbols are exactly nccl.h's
 // entry points (nccl* and pnccl*), and an NCCL program linked with -lnccl
 // runs on it through LD_LIBRARY_PATH, as 2 and 3 processes, as threads of
-// ncclCommInitAll, and as ranks created by one thread in a group.
+// ncclCommInitAll, and as ranks created by one thread in a group; and
+// ncclCommShrink leaves a dead process out.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -95,5 +96,6 @@ TEST(NcclAbi, InitAllTwoThreads) { ExpectPasses("threads", 2); }
 TEST(NcclAbi, InitAllThreeThreads) { ExpectPasses("threads", 3); }
 TEST(NcclAbi, OneThreadCreatesThreeRanksInAGroup) { ExpectPasses("group", 3); }
 TEST(NcclAbi, OneThreadCreatesTwoRanksInAGroup) { ExpectPasses("group", 2); }
+TEST(NcclAbi, ShrinkExcludesADeadProcess) { ExpectPasses("shrink", 3); }
 
 }  // namespace
