@@ -156,7 +156,7 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, i
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  if (comm == nullptr) return Fail(ncclInvalidArgument, "ncclCommFinalize", "comm is NULL");
+  if (comm == nullptr) return ncclSuccess;  // as NCCL
   return FromChorus(chorusCommFinalize(ToChorus(comm)), "ncclCommFinalize");
 }
 

@@ -434,6 +434,11 @@ static void CheckErrors(ncclComm_t comm, int rank, int n) {
   EXPECT_ERROR(ncclReduce(buf, buf, 4, ncclFloat32, ncclSum, -1, comm, NULL), ncclInvalidArgument, "root");
   EXPECT_ERROR(ncclGather(buf, buf, 1, ncclFloat32, n + 5, comm, NULL), ncclInvalidArgument, "root");
   EXPECT_ERROR(ncclSend(buf, 4, ncclFloat32, n, comm, NULL), ncclInvalidArgument, "peer");
+  EXPECT_ERROR(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument, "not a live op");
+  ncclRedOp_t premul;
+  float scalar = 1.0f;
+  EXPECT_ERROR(ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat8e4m3, ncclScalarHostImmediate, comm),
+               ncclInvalidArgument, "ncclFloat8e4m3");
   int count = 0;
   EXPECT_ERROR(ncclCommCount(NULL, &count), ncclInvalidArgument, "comm is NULL");
   EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupStart");

@@ -2,8 +2,10 @@
 // entry points (nccl* and pnccl*), and an NCCL program linked with -lnccl
 // runs on it through LD_LIBRARY_PATH, as 2 and 3 processes, as threads of
 // ncclCommInitAll, and as ranks created by one thread in a group; and
-// ncclCommShrink leaves a dead process out.
+// ncclCommShrink leaves a dead process out. Where NVIDIA's library is
+// installed, the results of the calls that need no GPU are compared with it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -88,6 +90,20 @@ TEST(NcclAbi, SonameIsLibnccl2AndNoCudaLibraryIsNeeded) {
   // against NVIDIA's library does.
   CliRun check = RunCommand("readelf -d " CHORUS_NCCL_CHECK, kTimeoutS);
   EXPECT_NE(check.out.find("Shared library: [libnccl.so.2]"), std::string::npos) << check.out;
+}
+
+// The calls that need no GPU give the results NVIDIA's library gives
+// (which runs them on a host without a driver).
+TEST(NcclAbi, ResultsMatchNvidiaNcclWhereNoGpuIsNeeded) {
+  CliRun chorus = RunCommand("env LD_LIBRARY_PATH=" CHORUS_NCCL_LIB_DIR " " CHORUS_NCCL_CODES, kTimeoutS);
+  ASSERT_EQ(chorus.exit_code, 0) << chorus.out << chorus.err;
+  ASSERT_GT(Lines(chorus.out).size(), 20u) << chorus.out;
+  if (access(CHORUS_NVIDIA_NCCL_DIR "/libnccl.so.2", R_OK) != 0) {
+    GTEST_SKIP() << "NVIDIA's libnccl.so.2 is not in " CHORUS_NVIDIA_NCCL_DIR;
+  }
+  CliRun nvidia = RunCommand("env LD_LIBRARY_PATH=" CHORUS_NVIDIA_NCCL_DIR " " CHORUS_NCCL_CODES, kTimeoutS);
+  ASSERT_EQ(nvidia.exit_code, 0) << nvidia.out << nvidia.err;
+  EXPECT_EQ(chorus.out, nvidia.out);
 }
 
 TEST(NcclAbi, TwoProcesses) { ExpectPasses("procs", 2); }
