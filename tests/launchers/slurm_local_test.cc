@@ -35,7 +35,8 @@ int Count(const std::string& text, const std::string& needle) {
 class SlurmLocalTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    script_run_ = new CliRun(RunCommand(CHORUS_SOURCE_DIR "/scripts/slurm-local.sh " CHORUS_BUILD_DIR, kScriptTimeoutS));
+    script_run_ =
+        new CliRun(RunCommand(CHORUS_SOURCE_DIR "/scripts/slurm-local.sh " CHORUS_BUILD_DIR, kScriptTimeoutS));
   }
   static void TearDownTestSuite() {
     delete script_run_;
@@ -91,8 +92,9 @@ TEST_F(SlurmLocalTest, MpiProgramUnderSrunPmix) {
   ExpectPassed("mpi");
   EXPECT_TRUE(Has(out(), "slurm-local: $ srun --mpi=pmix ")) << out();
   EXPECT_TRUE(Has(out(), "mpi_allreduce_loop: 200 allreduces of 1024 floats on 2 ranks, 0 wrong")) << out();
-  EXPECT_EQ(Count(out(), "MPI_Allreduce on MPI_COMM_WORLD (2 ranks): 1024 x MPI_FLOAT, MPI_SUM, MPI_IN_PLACE: "
-                         "served by Chorus"),
+  EXPECT_EQ(Count(out(),
+                  "MPI_Allreduce on MPI_COMM_WORLD (2 ranks): 1024 x MPI_FLOAT, MPI_SUM, MPI_IN_PLACE: "
+                  "served by Chorus"),
             2)
       << out();
   EXPECT_EQ(Count(out(), ": Chorus served 201 calls"), 2) << out();

@@ -29,11 +29,10 @@ struct TimedRun {
 };
 
 TimedRun MpirunLoop(const std::string& mpirun_options, long count, const std::string& loop_options) {
-  const std::string command = "mpirun --allow-run-as-root --oversubscribe -np 3 " + mpirun_options +
-                              " -x LD_PRELOAD=" CHORUS_MPI_INTERPOSER " " CHORUS_MPI_ALLREDUCE_LOOP
-                              " --iterations 1000000 --count " +
-                              std::to_string(count) + " --kill-rank 2 --kill-at " + std::to_string(kKillAt) + " " +
-                              loop_options;
+  const std::string command =
+      "mpirun --allow-run-as-root --oversubscribe -np 3 " + mpirun_options +
+      " -x LD_PRELOAD=" CHORUS_MPI_INTERPOSER " " CHORUS_MPI_ALLREDUCE_LOOP " --iterations 1000000 --count " +
+      std::to_string(count) + " --kill-rank 2 --kill-at " + std::to_string(kKillAt) + " " + loop_options;
   const auto start = std::chrono::steady_clock::now();
   TimedRun timed;
   timed.run = RunCommand(command, kBoundS + 30);
@@ -104,8 +103,9 @@ TEST_P(KilledRankTest, EverySurvivorGetsAnMpiError) {
   for (const char* survivor : {"rank 0: MPI_Allreduce #", "rank 1: MPI_Allreduce #"}) {
     bool reported = false;
     for (const std::string& line : Lines(run.out)) {
-      reported = reported || (line.rfind(survivor, 0) == 0 &&
-                              Has(line, " failed: Chorus collective failed: remote error (a peer failed or disconnected)"));
+      reported =
+          reported || (line.rfind(survivor, 0) == 0 &&
+                       Has(line, " failed: Chorus collective failed: remote error (a peer failed or disconnected)"));
     }
     EXPECT_TRUE(reported) << survivor << "\n" << all;
   }
@@ -116,8 +116,7 @@ TEST_P(KilledRankTest, EverySurvivorGetsAnMpiError) {
   EXPECT_FALSE(Has(run.out, " wrong")) << all;
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, KilledRankTest,
-                         testing::Values(Size{"Board", 256}, Size{"Rings", 1L << 20}),
+INSTANTIATE_TEST_SUITE_P(Sizes, KilledRankTest, testing::Values(Size{"Board", 256}, Size{"Rings", 1L << 20}),
                          [](const testing::TestParamInfo<Size>& info) { return std::string(info.param.name); });
 
 }  // namespace
