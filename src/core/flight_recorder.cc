@@ -1,0 +1,330 @@
+#include "core/flight_recorder.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace chorus {
+
+namespace {
+
+constexpr size_t kPathChars = 24;
+constexpr size_t kErrorChars = 200;
+enum : uint8_t { kCollectiveEntry, kSendEntry, kRecvEntry };
+
+// The names the C API uses (as CHORUS_CHECK's messages do).
+const char* CallName(Collective coll) {
+  switch (coll) {
+    case Collective::kAllReduce: return "AllReduce";
+    case Collective::kBroadcast: return "Broadcast";
+    case Collective::kReduce: return "Reduce";
+    case Collective::kAllGather: return "AllGather";
+    case Collective::kReduceScatter: return "ReduceScatter";
+    case Collective::kAllToAll: return "AlltoAll";
+    case Collective::kGather: return "Gather";
+    case Collective::kScatter: return "Scatter";
+    case Collective::kCount: break;
+  }
+  return "unknown";
+}
+
+const char* TypeName(DataType dtype) {
+  switch (dtype) {
+    case chorusInt8: return "int8";
+    case chorusUint8: return "uint8";
+    case chorusInt32: return "int32";
+    case chorusUint32: return "uint32";
+    case chorusInt64: return "int64";
+    case chorusUint64: return "uint64";
+    case chorusFloat16: return "float16";
+    case chorusFloat32: return "float32";
+    case chorusFloat64: return "float64";
+    case chorusBfloat16: return "bfloat16";
+    default: return "unknown";
+  }
+}
+
+const char* StateName(FlightRecorder::State state) {
+  switch (state) {
+    case FlightRecorder::State::kQueued: return "queued";
+    case FlightRecorder::State::kRunning: return "running";
+    case FlightRecorder::State::kDone: return "done";
+    case FlightRecorder::State::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+// `text` as a JSON string body.
+void AppendJsonString(std::string* out, const char* text) {
+  for (const char* c = text; *c != '\0'; ++c) {
+    const unsigned char byte = static_cast<unsigned char>(*c);
+    if (byte == '"' || byte == '\\') {
+      out->push_back('\\');
+      out->push_back(*c);
+    } else if (byte < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", byte);
+      out->append(escaped);
+    } else {
+      out->push_back(*c);
+    }
+  }
+}
+
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+void CopyText(char* dst, size_t size, const char* src) {
+  size_t n = strnlen(src, size - 1);
+  std::memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+
+struct FlightRecorder::Entry {
+  // Odd while the plain fields below are being written.
+  std::atomic<uint32_t> version{0};
+  uint64_t seq = 0;
+  uint8_t kind = kCollectiveEntry;
+  Collective coll = Collective::kAllReduce;
+  DataType dtype = chorusFloat32;
+  const char* redop = "";  // a static name
+  int32_t root = -1;
+  int32_t peer = -1;
+  uint64_t count = 0;
+  int64_t enqueued_ns = 0;
+  char path[kPathChars] = {};
+  WaitingPeers waiting;
+  char error[kErrorChars] = {};
+  // Change while the entry is live; read without the version.
+  std::atomic<State> state{State::kQueued};
+  std::atomic<int64_t> started_ns{0};
+  std::atomic<int64_t> finished_ns{0};
+
+  void BeginWrite() {
+    version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  void EndWrite() { version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+};
+
+FlightRecorder::FlightRecorder(const TraceIdentity& identity, size_t capacity, std::string file_pattern)
+    : identity_(identity),
+      capacity_(capacity),
+      file_pattern_(std::move(file_pattern)),
+      entries_(new Entry[capacity]) {}
+
+FlightRecorder::~FlightRecorder() = default;
+
+int64_t FlightRecorder::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+FlightRecorder::Entry& FlightRecorder::At(uint64_t index) const { return entries_[index % capacity_]; }
+
+void FlightRecorder::BeginLaunch(const Operation* ops, size_t nops) {
+  const uint64_t first = recorded_.load(std::memory_order_relaxed);
+  const int64_t now = NowNs();
+  for (size_t i = 0; i < nops; ++i) {
+    const Operation& op = ops[i];
+    Entry& entry = At(first + i);
+    entry.BeginWrite();
+    if (op.kind == Operation::Kind::kCollective) {
+      entry.kind = kCollectiveEntry;
+      entry.seq = ++collectives_;
+      entry.coll = op.args.coll;
+      entry.count = op.args.count;
+      entry.dtype = op.args.dtype;
+      entry.redop = op.premultiply ? "premulsum" : op.average ? "avg" : ReduceOpName(op.args.op);
+      const bool rooted = op.args.coll == Collective::kBroadcast || op.args.coll == Collective::kReduce ||
+                          op.args.coll == Collective::kGather || op.args.coll == Collective::kScatter;
+      entry.root = rooted ? op.args.root : -1;
+      entry.peer = -1;
+    } else {
+      entry.kind = op.kind == Operation::Kind::kSend ? kSendEntry : kRecvEntry;
+      entry.seq = ++point_to_point_;
+      entry.count = op.bytes / DataTypeSize(op.dtype);
+      entry.dtype = op.dtype;
+      entry.redop = "";
+      entry.root = -1;
+      entry.peer = op.peer;
+    }
+    entry.enqueued_ns = op.enqueued_ns != 0 ? op.enqueued_ns : now;
+    entry.path[0] = '\0';
+    entry.waiting.Clear();
+    entry.error[0] = '\0';
+    entry.state.store(State::kQueued, std::memory_order_relaxed);
+    entry.started_ns.store(0, std::memory_order_relaxed);
+    entry.finished_ns.store(0, std::memory_order_relaxed);
+    entry.EndWrite();
+  }
+  launch_first_ = first;
+  launch_count_ = nops;
+  recorded_.store(first + nops, std::memory_order_release);
+}
+
+void FlightRecorder::SetPath(size_t index, const char* path) {
+  if (index >= launch_count_) return;
+  Entry& entry = At(launch_first_ + index);
+  entry.BeginWrite();
+  CopyText(entry.path, kPathChars, path);
+  entry.EndWrite();
+}
+
+void FlightRecorder::MarkStarted() {
+  const int64_t now = NowNs();
+  for (uint64_t i = 0; i < launch_count_; ++i) {
+    Entry& entry = At(launch_first_ + i);
+    entry.started_ns.store(now, std::memory_order_relaxed);
+    entry.state.store(State::kRunning, std::memory_order_release);
+  }
+}
+
+void FlightRecorder::EndLaunch(const Status& status, const WaitingPeers* waiting) {
+  const int64_t now = NowNs();
+  for (uint64_t i = 0; i < launch_count_; ++i) {
+    Entry& entry = At(launch_first_ + i);
+    if (!status.ok()) {
+      entry.BeginWrite();
+      CopyText(entry.error, kErrorChars, status.message().c_str());
+      if (waiting != nullptr) entry.waiting = *waiting;
+      entry.EndWrite();
+    }
+    entry.finished_ns.store(now, std::memory_order_relaxed);
+    entry.state.store(status.ok() ? State::kDone : State::kFailed, std::memory_order_release);
+  }
+  launch_count_ = 0;
+}
+
+std::string FlightRecorder::ExpandPattern(const std::string& pattern) const {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out.push_back(pattern[i]);
+      continue;
+    }
+    switch (pattern[++i]) {
+      case 'h': out += HostName(); break;
+      case 'p': out += std::to_string(getpid()); break;
+      case 'r': out += std::to_string(identity_.rank); break;
+      case '%': out.push_back('%'); break;
+      default: out.push_back('%'); out.push_back(pattern[i]); break;
+    }
+  }
+  return out;
+}
+
+Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_t waiting_turn) const {
+  if (path.empty()) return InvalidArgument("no trace file: pass a path or set CHORUS_TRACE_FILE");
+  // One anchor pair: entries carry steady-clock times, the reader maps them
+  // to wall-clock time through it.
+  const int64_t steady_anchor = NowNs();
+  const int64_t wall_anchor_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  const uint64_t recorded = recorded_.load(std::memory_order_acquire);
+  const uint64_t first = recorded > capacity_ ? recorded - capacity_ : 0;
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(identity_.comm_hash));
+  std::string text;
+  text.reserve(256 + (recorded - first) * 320);
+  text += StrCat("{\"chorus_trace\":1,\"rank\":", identity_.rank, ",\"nranks\":", identity_.nranks, ",\"host\":\"");
+  AppendJsonString(&text, HostName().c_str());
+  text += StrCat("\",\"pid\":", getpid(), ",\"comm\":\"", hash, "\",\"reason\":\"");
+  AppendJsonString(&text, reason);
+  text += StrCat("\",\"wall_anchor_us\":", wall_anchor_us, ",\"steady_anchor_ns\":", steady_anchor,
+                 ",\"capacity\":", capacity_, ",\"recorded\":", recorded, ",\"waiting_turn\":", waiting_turn, "}\n");
+  for (uint64_t index = first; index < recorded; ++index) {
+    const Entry& live = At(index);
+    // A copy taken while no write was under way (a writer lapping the
+    // reader is retried, then skipped).
+    Entry copy;
+    bool consistent = false;
+    for (int attempt = 0; attempt < 4 && !consistent; ++attempt) {
+      const uint32_t before = live.version.load(std::memory_order_acquire);
+      if (before % 2 != 0) continue;
+      copy.seq = live.seq;
+      copy.kind = live.kind;
+      copy.coll = live.coll;
+      copy.dtype = live.dtype;
+      copy.redop = live.redop;
+      copy.root = live.root;
+      copy.peer = live.peer;
+      copy.count = live.count;
+      copy.enqueued_ns = live.enqueued_ns;
+      std::memcpy(copy.path, live.path, sizeof(copy.path));
+      copy.waiting = live.waiting;
+      std::memcpy(copy.error, live.error, sizeof(copy.error));
+      copy.state.store(live.state.load(std::memory_order_acquire), std::memory_order_relaxed);
+      copy.started_ns.store(live.started_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      copy.finished_ns.store(live.finished_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      consistent = live.version.load(std::memory_order_relaxed) == before;
+    }
+    if (!consistent) continue;
+    copy.path[kPathChars - 1] = '\0';
+    copy.error[kErrorChars - 1] = '\0';
+    const char* kind = copy.kind == kCollectiveEntry ? "coll" : copy.kind == kSendEntry ? "send" : "recv";
+    const char* name = copy.kind == kCollectiveEntry ? CallName(copy.coll) : copy.kind == kSendEntry ? "Send" : "Recv";
+    text += StrCat("{\"seq\":", copy.seq, ",\"kind\":\"", kind, "\",\"call\":\"", name, "\",\"count\":", copy.count,
+                   ",\"dtype\":\"", TypeName(copy.dtype), "\"");
+    if (copy.kind == kCollectiveEntry) {
+      text += StrCat(",\"op\":\"", copy.redop, "\",\"root\":", copy.root);
+    } else {
+      text += StrCat(",\"peer\":", copy.peer);
+    }
+    text += ",\"path\":\"";
+    AppendJsonString(&text, copy.path);
+    text += StrCat("\",\"state\":\"", StateName(copy.state.load()), "\",\"enqueued_ns\":", copy.enqueued_ns,
+                   ",\"started_ns\":", copy.started_ns.load(), ",\"finished_ns\":", copy.finished_ns.load());
+    if (copy.waiting.nrecv + copy.waiting.nsend > 0) {
+      text += ",\"waiting_for_data_from\":[";
+      for (int i = 0; i < copy.waiting.nrecv; ++i) text += StrCat(i ? "," : "", copy.waiting.recv_from[i]);
+      text += "],\"waiting_for_peer_to_take\":[";
+      for (int i = 0; i < copy.waiting.nsend; ++i) text += StrCat(i ? "," : "", copy.waiting.send_to[i]);
+      text += "]";
+      if (copy.waiting.truncated) text += ",\"waiting_truncated\":true";
+    }
+    if (copy.error[0] != '\0') {
+      text += ",\"error\":\"";
+      AppendJsonString(&text, copy.error);
+      text += "\"";
+    }
+    text += "}\n";
+  }
+  return WriteWholeFile(path, text);
+}
+
+void FlightRecorder::DumpToPatternFile(const char* reason, uint64_t waiting_turn) const {
+  if (file_pattern_.empty()) return;
+  const std::string path = ExpandPattern(file_pattern_);
+  Status status = Dump(path, reason, waiting_turn);
+  if (status.ok()) {
+    CHORUS_WARN("COLL", "rank ", identity_.rank, ": flight recorder dumped to ", path, " (", reason, ")");
+  } else {
+    CHORUS_WARN("COLL", "rank ", identity_.rank, ": flight recorder dump failed: ", status.message());
+  }
+}
+
+Status WriteWholeFile(const std::string& path, const std::string& text) {
+  FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) return InvalidArgument("cannot open trace file '", path, "': ", std::strerror(errno));
+  const size_t written = std::fwrite(text.data(), 1, text.size(), file);
+  const bool closed = std::fclose(file) == 0;
+  if (written != text.size() || !closed) {
+    return SystemError("writing trace file '", path, "' failed: ", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace chorus
