@@ -197,7 +197,7 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
   } else {
     if (checker_ != nullptr) status = checker_->Check(ops, nops, check_exchange_, &mismatch);
     if (status.ok()) {
-      if (recorder_ != nullptr) recorder_->MarkStarted();
+      if (recorder_ != nullptr) recorder_->MarkStarted(/*read_clock=*/checker_ != nullptr);
       status = RunOperations(ops, nops);
     }
   }

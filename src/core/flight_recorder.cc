@@ -1,11 +1,14 @@
 #include "core/flight_recorder.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <thread>
 
 #include "base/log.h"
 
@@ -90,61 +93,95 @@ void CopyText(char* dst, size_t size, const char* src) {
 
 }  // namespace
 
-struct FlightRecorder::Entry {
+// Two cache lines: the first holds every field a call writes, the second
+// the path. What only failures write lives apart (Failure), so that a call
+// touches two lines of a 128-byte slot and the ring of 256 fits 32 KiB:
+// cold entry lines cost more than the rest of the recording (stores that
+// miss are drained by the board's publishing fence).
+struct alignas(64) FlightRecorder::Entry {
   // Odd while the plain fields below are being written.
   std::atomic<uint32_t> version{0};
-  uint64_t seq = 0;
+  std::atomic<State> state{State::kQueued};
   uint8_t kind = kCollectiveEntry;
   Collective coll = Collective::kAllReduce;
-  DataType dtype = chorusFloat32;
+  uint8_t dtype = chorusFloat32;
   const char* redop = "";  // a static name
   int32_t root = -1;
   int32_t peer = -1;
+  uint64_t seq = 0;
   uint64_t count = 0;
   int64_t enqueued_ns = 0;
-  char path[kPathChars] = {};
-  WaitingPeers waiting;
-  char error[kErrorChars] = {};
   // Change while the entry is live; read without the version.
-  std::atomic<State> state{State::kQueued};
   std::atomic<int64_t> started_ns{0};
   std::atomic<int64_t> finished_ns{0};
-
-  void BeginWrite() {
-    version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-  }
-  void EndWrite() { version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  char path[kPathChars] = {};
 };
+
+// What a failed entry keeps; valid while its entry's state is kFailed.
+struct FlightRecorder::Failure {
+  WaitingPeers waiting;
+  char error[kErrorChars] = {};
+};
+
+namespace {
+void BeginWrite(std::atomic<uint32_t>& version) {
+  version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+}
+void EndWrite(std::atomic<uint32_t>& version) {
+  version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+}  // namespace
+
+inline FlightRecorder::Entry& FlightRecorder::LaunchEntry(size_t i) const {
+  size_t slot = launch_slot_ + i;
+  if (slot >= capacity_) slot -= capacity_;
+  return entries_[slot];
+}
 
 FlightRecorder::FlightRecorder(const TraceIdentity& identity, size_t capacity, std::string file_pattern)
     : identity_(identity),
       capacity_(capacity),
       file_pattern_(std::move(file_pattern)),
-      entries_(new Entry[capacity]) {}
+      entries_(new Entry[capacity]),
+      failures_(new Failure[capacity]) {}
 
 FlightRecorder::~FlightRecorder() = default;
 
 int64_t FlightRecorder::NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  // The kernel's tick-resolution CLOCK_MONOTONIC: a read of the vDSO page,
+  // about a quarter of a precise read (which the TSC scaling makes ~50 ns on
+  // a VM, most of the recorder's cost on a 1-3 us allreduce). A tick (1-4
+  // ms) is far finer than the hangs the recorder is for.
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
 
-FlightRecorder::Entry& FlightRecorder::At(uint64_t index) const { return entries_[index % capacity_]; }
 
 void FlightRecorder::BeginLaunch(const Operation* ops, size_t nops) {
-  const uint64_t first = recorded_.load(std::memory_order_relaxed);
+  const uint64_t recorded = recorded_.load(std::memory_order_relaxed);
   const int64_t now = NowNs();
+  launch_began_ns_ = now;
+  // A launch of more operations than the ring holds keeps its last ones
+  // (their sequence numbers still count the others).
+  launch_skipped_ = nops > capacity_ ? nops - capacity_ : 0;
+  launch_count_ = nops - launch_skipped_;
+  launch_slot_ = next_slot_;
   for (size_t i = 0; i < nops; ++i) {
     const Operation& op = ops[i];
-    Entry& entry = At(first + i);
-    entry.BeginWrite();
-    if (op.kind == Operation::Kind::kCollective) {
+    const bool collective = op.kind == Operation::Kind::kCollective;
+    const uint64_t seq = collective ? ++collectives_ : ++point_to_point_;
+    if (i < launch_skipped_) continue;
+    Entry& entry = entries_[next_slot_];
+    next_slot_ = next_slot_ + 1 == capacity_ ? 0 : next_slot_ + 1;
+    BeginWrite(entry.version);
+    entry.seq = seq;
+    if (collective) {
       entry.kind = kCollectiveEntry;
-      entry.seq = ++collectives_;
       entry.coll = op.args.coll;
       entry.count = op.args.count;
-      entry.dtype = op.args.dtype;
+      entry.dtype = static_cast<uint8_t>(op.args.dtype);
       entry.redop = op.premultiply ? "premulsum" : op.average ? "avg" : ReduceOpName(op.args.op);
       const bool rooted = op.args.coll == Collective::kBroadcast || op.args.coll == Collective::kReduce ||
                           op.args.coll == Collective::kGather || op.args.coll == Collective::kScatter;
@@ -152,39 +189,34 @@ void FlightRecorder::BeginLaunch(const Operation* ops, size_t nops) {
       entry.peer = -1;
     } else {
       entry.kind = op.kind == Operation::Kind::kSend ? kSendEntry : kRecvEntry;
-      entry.seq = ++point_to_point_;
       entry.count = op.bytes / DataTypeSize(op.dtype);
-      entry.dtype = op.dtype;
+      entry.dtype = static_cast<uint8_t>(op.dtype);
       entry.redop = "";
       entry.root = -1;
       entry.peer = op.peer;
     }
     entry.enqueued_ns = op.enqueued_ns != 0 ? op.enqueued_ns : now;
     entry.path[0] = '\0';
-    entry.waiting.Clear();
-    entry.error[0] = '\0';
     entry.state.store(State::kQueued, std::memory_order_relaxed);
     entry.started_ns.store(0, std::memory_order_relaxed);
     entry.finished_ns.store(0, std::memory_order_relaxed);
-    entry.EndWrite();
+    EndWrite(entry.version);
   }
-  launch_first_ = first;
-  launch_count_ = nops;
-  recorded_.store(first + nops, std::memory_order_release);
+  recorded_.store(recorded + launch_count_, std::memory_order_release);
 }
 
 void FlightRecorder::SetPath(size_t index, const char* path) {
-  if (index >= launch_count_) return;
-  Entry& entry = At(launch_first_ + index);
-  entry.BeginWrite();
+  if (index < launch_skipped_ || index - launch_skipped_ >= launch_count_) return;
+  Entry& entry = LaunchEntry(index - launch_skipped_);
+  BeginWrite(entry.version);
   CopyText(entry.path, kPathChars, path);
-  entry.EndWrite();
+  EndWrite(entry.version);
 }
 
-void FlightRecorder::MarkStarted() {
-  const int64_t now = NowNs();
-  for (uint64_t i = 0; i < launch_count_; ++i) {
-    Entry& entry = At(launch_first_ + i);
+void FlightRecorder::MarkStarted(bool read_clock) {
+  const int64_t now = read_clock ? NowNs() : launch_began_ns_;
+  for (size_t i = 0; i < launch_count_; ++i) {
+    Entry& entry = LaunchEntry(i);
     entry.started_ns.store(now, std::memory_order_relaxed);
     entry.state.store(State::kRunning, std::memory_order_release);
   }
@@ -192,13 +224,15 @@ void FlightRecorder::MarkStarted() {
 
 void FlightRecorder::EndLaunch(const Status& status, const WaitingPeers* waiting) {
   const int64_t now = NowNs();
-  for (uint64_t i = 0; i < launch_count_; ++i) {
-    Entry& entry = At(launch_first_ + i);
+  for (size_t i = 0; i < launch_count_; ++i) {
+    Entry& entry = LaunchEntry(i);
     if (!status.ok()) {
-      entry.BeginWrite();
-      CopyText(entry.error, kErrorChars, status.message().c_str());
-      if (waiting != nullptr) entry.waiting = *waiting;
-      entry.EndWrite();
+      BeginWrite(entry.version);
+      Failure& failure = failures_[&entry - entries_.get()];
+      CopyText(failure.error, kErrorChars, status.message().c_str());
+      if (waiting != nullptr) failure.waiting = *waiting;
+      else failure.waiting.Clear();
+      EndWrite(entry.version);
     }
     entry.finished_ns.store(now, std::memory_order_relaxed);
     entry.state.store(status.ok() ? State::kDone : State::kFailed, std::memory_order_release);
@@ -228,7 +262,9 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
   if (path.empty()) return InvalidArgument("no trace file: pass a path or set CHORUS_TRACE_FILE");
   // One anchor pair: entries carry steady-clock times, the reader maps them
   // to wall-clock time through it.
-  const int64_t steady_anchor = NowNs();
+  const int64_t steady_anchor =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
   const int64_t wall_anchor_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -245,10 +281,11 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
   text += StrCat("\",\"wall_anchor_us\":", wall_anchor_us, ",\"steady_anchor_ns\":", steady_anchor,
                  ",\"capacity\":", capacity_, ",\"recorded\":", recorded, ",\"waiting_turn\":", waiting_turn, "}\n");
   for (uint64_t index = first; index < recorded; ++index) {
-    const Entry& live = At(index);
+    const Entry& live = entries_[index % capacity_];
     // A copy taken while no write was under way (a writer lapping the
     // reader is retried, then skipped).
     Entry copy;
+    Failure failure;
     bool consistent = false;
     for (int attempt = 0; attempt < 4 && !consistent; ++attempt) {
       const uint32_t before = live.version.load(std::memory_order_acquire);
@@ -263,8 +300,9 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
       copy.count = live.count;
       copy.enqueued_ns = live.enqueued_ns;
       std::memcpy(copy.path, live.path, sizeof(copy.path));
-      copy.waiting = live.waiting;
-      std::memcpy(copy.error, live.error, sizeof(copy.error));
+      const Failure& live_failure = failures_[index % capacity_];
+      failure.waiting = live_failure.waiting;
+      std::memcpy(failure.error, live_failure.error, sizeof(failure.error));
       copy.state.store(live.state.load(std::memory_order_acquire), std::memory_order_relaxed);
       copy.started_ns.store(live.started_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
       copy.finished_ns.store(live.finished_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -273,11 +311,12 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
     }
     if (!consistent) continue;
     copy.path[kPathChars - 1] = '\0';
-    copy.error[kErrorChars - 1] = '\0';
+    failure.error[kErrorChars - 1] = '\0';
+    if (copy.state.load() != State::kFailed) failure = Failure();
     const char* kind = copy.kind == kCollectiveEntry ? "coll" : copy.kind == kSendEntry ? "send" : "recv";
     const char* name = copy.kind == kCollectiveEntry ? CallName(copy.coll) : copy.kind == kSendEntry ? "Send" : "Recv";
     text += StrCat("{\"seq\":", copy.seq, ",\"kind\":\"", kind, "\",\"call\":\"", name, "\",\"count\":", copy.count,
-                   ",\"dtype\":\"", TypeName(copy.dtype), "\"");
+                   ",\"dtype\":\"", TypeName(static_cast<DataType>(copy.dtype)), "\"");
     if (copy.kind == kCollectiveEntry) {
       text += StrCat(",\"op\":\"", copy.redop, "\",\"root\":", copy.root);
     } else {
@@ -287,17 +326,17 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
     AppendJsonString(&text, copy.path);
     text += StrCat("\",\"state\":\"", StateName(copy.state.load()), "\",\"enqueued_ns\":", copy.enqueued_ns,
                    ",\"started_ns\":", copy.started_ns.load(), ",\"finished_ns\":", copy.finished_ns.load());
-    if (copy.waiting.nrecv + copy.waiting.nsend > 0) {
+    if (failure.waiting.nrecv + failure.waiting.nsend > 0) {
       text += ",\"waiting_for_data_from\":[";
-      for (int i = 0; i < copy.waiting.nrecv; ++i) text += StrCat(i ? "," : "", copy.waiting.recv_from[i]);
+      for (int i = 0; i < failure.waiting.nrecv; ++i) text += StrCat(i ? "," : "", failure.waiting.recv_from[i]);
       text += "],\"waiting_for_peer_to_take\":[";
-      for (int i = 0; i < copy.waiting.nsend; ++i) text += StrCat(i ? "," : "", copy.waiting.send_to[i]);
+      for (int i = 0; i < failure.waiting.nsend; ++i) text += StrCat(i ? "," : "", failure.waiting.send_to[i]);
       text += "]";
-      if (copy.waiting.truncated) text += ",\"waiting_truncated\":true";
+      if (failure.waiting.truncated) text += ",\"waiting_truncated\":true";
     }
-    if (copy.error[0] != '\0') {
+    if (failure.error[0] != '\0') {
       text += ",\"error\":\"";
-      AppendJsonString(&text, copy.error);
+      AppendJsonString(&text, failure.error);
       text += "\"";
     }
     text += "}\n";
@@ -317,12 +356,19 @@ void FlightRecorder::DumpToPatternFile(const char* reason, uint64_t waiting_turn
 }
 
 Status WriteWholeFile(const std::string& path, const std::string& text) {
-  FILE* file = std::fopen(path.c_str(), "w");
+  // Written beside it, then renamed over it: a reader (or a dump racing
+  // this one) sees the old file or the new one, never half of one.
+  // Named per process and thread: only dumps on other threads can race it.
+  const std::string temporary =
+      StrCat(path, ".", getpid(), ".", std::hash<std::thread::id>{}(std::this_thread::get_id()), ".tmp");
+  FILE* file = std::fopen(temporary.c_str(), "w");
   if (file == nullptr) return InvalidArgument("cannot open trace file '", path, "': ", std::strerror(errno));
   const size_t written = std::fwrite(text.data(), 1, text.size(), file);
   const bool closed = std::fclose(file) == 0;
-  if (written != text.size() || !closed) {
-    return SystemError("writing trace file '", path, "' failed: ", std::strerror(errno));
+  if (written != text.size() || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary.c_str());
+    return SystemError("writing trace file '", path, "' failed: ", std::strerror(error));
   }
   return Status::Ok();
 }

@@ -60,7 +60,7 @@ TEST(FlightRecorderTest, RingKeepsTheLastNInOrder) {
   for (size_t i = 1; i <= 10; ++i) {
     Operation op = AllReduce(i);
     recorder.BeginLaunch(&op, 1);
-    recorder.MarkStarted();
+    recorder.MarkStarted(true);
     recorder.EndLaunch(Status::Ok(), nullptr);
   }
   const std::string path = TempPath("ring.jsonl");
@@ -102,7 +102,7 @@ TEST(FlightRecorderTest, StatesAndTimestampsAdvance) {
   EXPECT_GT(enqueued, 0);
   EXPECT_EQ(Field(lines[1], "started_ns"), 0);
 
-  recorder.MarkStarted();
+  recorder.MarkStarted(true);
   ASSERT_TRUE(recorder.Dump(path, "api", 0).ok());
   lines = Lines(path);
   EXPECT_TRUE(Has(lines[1], "\"state\":\"running\"")) << lines[1];
@@ -154,7 +154,7 @@ TEST(FlightRecorderTest, RecordingAllocatesNothing) {
   for (int i = 0; i < 100; ++i) {
     recorder.BeginLaunch(&op, 1);
     recorder.SetPath(0, "board-oneshot");
-    recorder.MarkStarted();
+    recorder.MarkStarted(true);
     recorder.EndLaunch(i % 10 == 0 ? failure : ok, &waiting);
   }
   EXPECT_EQ(testing::ThreadAllocations(), 0);
