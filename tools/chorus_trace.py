@@ -132,15 +132,15 @@ class Communicator:
                          + (f", waiting for {what}" if what else "")
                          + (f" ({entry['error']})" if entry.get("error") else ""))
 
-        mismatches = []
+        mismatches = {}
         for seq in sorted(by_seq):
             shapes = {}
             for rank, entry in by_seq[seq].items():
                 shapes.setdefault(shape(entry), []).append(rank)
             if len(shapes) > 1:
-                mismatches.append(seq)
                 described = "; ".join(f"{ranks_text(rs)} called {s}" for s, rs in sorted(shapes.items(),
                                                                                        key=lambda kv: min(kv[1])))
+                mismatches[seq] = described
                 lines.append(f"mismatch at #{seq}: {described}")
 
         lines.append("verdict: " + self.verdict(top, behind, stuck, by_seq, mismatches, ranks))
@@ -148,8 +148,8 @@ class Communicator:
 
     def verdict(self, top, behind, stuck, by_seq, mismatches, ranks):
         if mismatches:
-            seq = mismatches[0]
-            return f"ranks called different collectives as #{seq} (see the mismatch lines)"
+            seq = min(mismatches)
+            return f"ranks disagree on call #{seq}: {mismatches[seq]}"
         if top == 0 and not stuck:
             return "no collective recorded"
         name = next(iter(by_seq[top].values()))["call"] if top in by_seq else "call"

@@ -119,6 +119,38 @@ TEST_F(FlightRecorderTest, SkippedCollectiveTimesOutAndEveryDumpNamesTheMissingR
   EXPECT_NE(report.find("last completed #3, last started #3"), std::string::npos) << report;
 }
 
+// Hand-written dumps of a job whose rank 1 called Broadcast where the
+// others called AllReduce as #2: the tool reports the mismatch.
+TEST_F(FlightRecorderTest, ToolReportsShapeMismatches) {
+  const std::string header =
+      "\"nranks\":2,\"host\":\"h\",\"pid\":1,\"comm\":\"00000000000000aa\",\"reason\":\"api\","
+      "\"wall_anchor_us\":1000000,\"steady_anchor_ns\":5000000000,\"capacity\":256,\"recorded\":2,"
+      "\"waiting_turn\":0}\n";
+  const std::string first =
+      "{\"seq\":1,\"kind\":\"coll\",\"call\":\"AllReduce\",\"count\":8,\"dtype\":\"float32\",\"op\":\"sum\","
+      "\"root\":-1,\"path\":\"ring\",\"state\":\"done\",\"enqueued_ns\":1,\"started_ns\":1,\"finished_ns\":2}\n";
+  const std::string paths[2] = {TraceDir() + "/mismatch.0.jsonl", TraceDir() + "/mismatch.1.jsonl"};
+  std::ofstream(paths[0]) << "{\"chorus_trace\":1,\"rank\":0," << header << first
+                          << "{\"seq\":2,\"kind\":\"coll\",\"call\":\"AllReduce\",\"count\":8,\"dtype\":\"float32\","
+                             "\"op\":\"sum\",\"root\":-1,\"path\":\"ring\",\"state\":\"running\",\"enqueued_ns\":3,"
+                             "\"started_ns\":3,\"finished_ns\":0}\n";
+  std::ofstream(paths[1]) << "{\"chorus_trace\":1,\"rank\":1," << header << first
+                          << "{\"seq\":2,\"kind\":\"coll\",\"call\":\"Broadcast\",\"count\":8,\"dtype\":\"float32\","
+                             "\"op\":\"sum\",\"root\":0,\"path\":\"ring\",\"state\":\"running\",\"enqueued_ns\":3,"
+                             "\"started_ns\":3,\"finished_ns\":0}\n";
+  const std::string report = Output("/usr/bin/python3 " CHORUS_TRACE_TOOL " " + paths[0] + " " + paths[1]);
+  std::remove(paths[0].c_str());
+  std::remove(paths[1].c_str());
+  EXPECT_NE(report.find("mismatch at #2: rank 0 called AllReduce(count=8, float32, sum); rank 1 called "
+                        "Broadcast(count=8, float32, root 0)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("verdict: ranks disagree on call #2: rank 0 called AllReduce(count=8, float32, sum); rank 1 "
+                        "called Broadcast(count=8, float32, root 0)\n"),
+            std::string::npos)
+      << report;
+}
+
 TEST_F(FlightRecorderTest, DumpTraceErrors) {
   ThreadComms comms = ThreadComms::InitRank(1);
   ASSERT_TRUE(comms.ok()) << comms.error();
