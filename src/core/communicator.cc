@@ -295,7 +295,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (nops == 1) {
     const BoardPlan plan = UsesBoard(ops[0]);
     if (plan != BoardPlan::kNone) {
-      if (recorder_ != nullptr) recorder_->SetPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
+      if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
       Status status = board_allreduce_->Run(ops[0], plan, aborted_, options_.timeout_ms);
       if (!status.ok() && board_allreduce_->stuck_peer() >= 0) waiting_.AddRecv(board_allreduce_->stuck_peer());
       return status;

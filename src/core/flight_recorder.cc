@@ -93,19 +93,27 @@ void CopyText(char* dst, size_t size, const char* src) {
 
 }  // namespace
 
-// Two cache lines: the first holds every field a call writes, the second
-// the path. What only failures write lives apart (Failure), so that a call
-// touches two lines of a 128-byte slot and the ring of 256 fits 32 KiB:
-// cold entry lines cost more than the rest of the recording (stores that
-// miss are drained by the board's publishing fence).
+// The op names an entry stores as a one-byte code.
+constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg", "premulsum", ""};
+constexpr uint8_t kAvgCode = 4, kPreMulSumCode = 5, kNoOpCode = 6;
+static_assert(static_cast<int>(ReduceOp::kSum) == 0 && static_cast<int>(ReduceOp::kProd) == 1 &&
+                  static_cast<int>(ReduceOp::kMax) == 2 && static_cast<int>(ReduceOp::kMin) == 3,
+              "kOpNames follows ReduceOp");
+
+// Two cache lines: the first holds every field a call writes (the path as a
+// pointer to a static name, or to the copy in the second line). What only
+// failures write lives apart (Failure). So a call on the board touches one
+// line of a 128-byte slot, a schedule's two, and the ring of 256 is 32 KiB:
+// cold entry lines cost more than the rest of the recording.
 struct alignas(64) FlightRecorder::Entry {
-  // Odd while the plain fields below are being written.
-  std::atomic<uint32_t> version{0};
+  // Odd while the plain fields below are being written (16 bits: a reader
+  // compares it across one copy).
+  std::atomic<uint16_t> version{0};
   std::atomic<State> state{State::kQueued};
   uint8_t kind = kCollectiveEntry;
   Collective coll = Collective::kAllReduce;
   uint8_t dtype = chorusFloat32;
-  const char* redop = "";  // a static name
+  uint8_t redop = kNoOpCode;  // index into kOpNames
   int32_t root = -1;
   int32_t peer = -1;
   uint64_t seq = 0;
@@ -114,7 +122,8 @@ struct alignas(64) FlightRecorder::Entry {
   // Change while the entry is live; read without the version.
   std::atomic<int64_t> started_ns{0};
   std::atomic<int64_t> finished_ns{0};
-  char path[kPathChars] = {};
+  const char* path = "";  // a static name, or copied_path
+  char copied_path[kPathChars] = {};
 };
 
 // What a failed entry keeps; valid while its entry's state is kFailed.
@@ -124,12 +133,12 @@ struct FlightRecorder::Failure {
 };
 
 namespace {
-void BeginWrite(std::atomic<uint32_t>& version) {
-  version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+void BeginWrite(std::atomic<uint16_t>& version) {
+  version.store(static_cast<uint16_t>(version.load(std::memory_order_relaxed) + 1), std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
 }
-void EndWrite(std::atomic<uint32_t>& version) {
-  version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+void EndWrite(std::atomic<uint16_t>& version) {
+  version.store(static_cast<uint16_t>(version.load(std::memory_order_relaxed) + 1), std::memory_order_release);
 }
 }  // namespace
 
@@ -182,7 +191,7 @@ void FlightRecorder::BeginLaunch(const Operation* ops, size_t nops) {
       entry.coll = op.args.coll;
       entry.count = op.args.count;
       entry.dtype = static_cast<uint8_t>(op.args.dtype);
-      entry.redop = op.premultiply ? "premulsum" : op.average ? "avg" : ReduceOpName(op.args.op);
+      entry.redop = op.premultiply ? kPreMulSumCode : op.average ? kAvgCode : static_cast<uint8_t>(op.args.op);
       const bool rooted = op.args.coll == Collective::kBroadcast || op.args.coll == Collective::kReduce ||
                           op.args.coll == Collective::kGather || op.args.coll == Collective::kScatter;
       entry.root = rooted ? op.args.root : -1;
@@ -191,12 +200,12 @@ void FlightRecorder::BeginLaunch(const Operation* ops, size_t nops) {
       entry.kind = op.kind == Operation::Kind::kSend ? kSendEntry : kRecvEntry;
       entry.count = op.bytes / DataTypeSize(op.dtype);
       entry.dtype = static_cast<uint8_t>(op.dtype);
-      entry.redop = "";
+      entry.redop = kNoOpCode;
       entry.root = -1;
       entry.peer = op.peer;
     }
     entry.enqueued_ns = op.enqueued_ns != 0 ? op.enqueued_ns : now;
-    entry.path[0] = '\0';
+    entry.path = "";
     entry.state.store(State::kQueued, std::memory_order_relaxed);
     entry.started_ns.store(0, std::memory_order_relaxed);
     entry.finished_ns.store(0, std::memory_order_relaxed);
@@ -209,7 +218,16 @@ void FlightRecorder::SetPath(size_t index, const char* path) {
   if (index < launch_skipped_ || index - launch_skipped_ >= launch_count_) return;
   Entry& entry = LaunchEntry(index - launch_skipped_);
   BeginWrite(entry.version);
-  CopyText(entry.path, kPathChars, path);
+  CopyText(entry.copied_path, kPathChars, path);
+  entry.path = entry.copied_path;
+  EndWrite(entry.version);
+}
+
+void FlightRecorder::SetStaticPath(size_t index, const char* path) {
+  if (index < launch_skipped_ || index - launch_skipped_ >= launch_count_) return;
+  Entry& entry = LaunchEntry(index - launch_skipped_);
+  BeginWrite(entry.version);
+  entry.path = path;
   EndWrite(entry.version);
 }
 
@@ -299,7 +317,8 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
       copy.peer = live.peer;
       copy.count = live.count;
       copy.enqueued_ns = live.enqueued_ns;
-      std::memcpy(copy.path, live.path, sizeof(copy.path));
+      std::memcpy(copy.copied_path, live.copied_path, sizeof(copy.copied_path));
+      copy.path = live.path == live.copied_path ? copy.copied_path : live.path;
       const Failure& live_failure = failures_[index % capacity_];
       failure.waiting = live_failure.waiting;
       std::memcpy(failure.error, live_failure.error, sizeof(failure.error));
@@ -310,7 +329,7 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
       consistent = live.version.load(std::memory_order_relaxed) == before;
     }
     if (!consistent) continue;
-    copy.path[kPathChars - 1] = '\0';
+    copy.copied_path[kPathChars - 1] = '\0';
     failure.error[kErrorChars - 1] = '\0';
     if (copy.state.load() != State::kFailed) failure = Failure();
     const char* kind = copy.kind == kCollectiveEntry ? "coll" : copy.kind == kSendEntry ? "send" : "recv";
@@ -318,7 +337,7 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
     text += StrCat("{\"seq\":", copy.seq, ",\"kind\":\"", kind, "\",\"call\":\"", name, "\",\"count\":", copy.count,
                    ",\"dtype\":\"", TypeName(static_cast<DataType>(copy.dtype)), "\"");
     if (copy.kind == kCollectiveEntry) {
-      text += StrCat(",\"op\":\"", copy.redop, "\",\"root\":", copy.root);
+      text += StrCat(",\"op\":\"", kOpNames[copy.redop < kNoOpCode ? copy.redop : kNoOpCode], "\",\"root\":", copy.root);
     } else {
       text += StrCat(",\"peer\":", copy.peer);
     }

@@ -50,9 +50,12 @@ class alignas(64) FlightRecorder {
   // --- The launch holding the turn (one thread at a time) ---
   // Records the launch's operations as queued.
   void BeginLaunch(const Operation* ops, size_t nops);
-  // Operation `index` of the launch runs by `path` (a schedule's algorithm,
-  // a board plan): copied, at most 23 characters.
+  // Operation `index` of the launch runs by `path` (a schedule's algorithm):
+  // copied, at most 23 characters.
   void SetPath(size_t index, const char* path);
+  // The same for a name that lives as long as the program (a string
+  // literal): only the pointer is kept.
+  void SetStaticPath(size_t index, const char* path);
   // Data starts to move: every operation of the launch is running.
   // `read_clock` false: nothing ran since BeginLaunch, reuse its time.
   void MarkStarted(bool read_clock);
