@@ -233,6 +233,21 @@ chorusResult_t chorusCommAbort(chorusComm_t comm);
 chorusResult_t chorusCommGetAsyncError(chorusComm_t comm,
                                        chorusResult_t* asyncError);
 
+/**
+ * Writes `comm`'s flight recorder to `path`: a JSON-lines file, one header
+ * line (rank, nranks, host, pid, communicator hash, wall-clock anchor) then
+ * one line per recorded operation, oldest first (sequence number, call,
+ * count, datatype, op, root or peer, algorithm, state, times, and for a
+ * failure what it waited for and why it failed). NULL `path`: the file
+ * CHORUS_TRACE_FILE names (%h host, %p pid, %r rank). Safe while another
+ * thread is blocked in an operation on `comm`, and on a failed `comm`.
+ * Returns chorusInvalidArgument when the file cannot be created (or no path
+ * is given and CHORUS_TRACE_FILE is unset), chorusInvalidUsage when the
+ * recorder is off (CHORUS_TRACE_BUFFER=0). `chorus_trace` merges the dumps
+ * of all ranks (docs/debugging.md).
+ */
+chorusResult_t chorusCommDumpTrace(chorusComm_t comm, const char* path);
+
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
 chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
 

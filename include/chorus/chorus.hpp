@@ -201,6 +201,8 @@ class Comm {
   [[nodiscard]] chorusResult_t AsyncError(chorusResult_t* error) const {
     return chorusCommGetAsyncError(comm_, error);
   }
+  /** chorusCommDumpTrace: the flight recorder to `path` (NULL: CHORUS_TRACE_FILE). */
+  [[nodiscard]] chorusResult_t DumpTrace(const char* path = nullptr) const { return chorusCommDumpTrace(comm_, path); }
   /** Message of the last error on this communicator ("" if none). */
   const char* LastError() const { return chorusGetLastError(comm_); }
   /** Frees the communicator now (waiting for pending work). */

@@ -45,6 +45,13 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "1: before data moves, every collective is checked across ranks (same collective, count, datatype, op, "
        "root and sequence number); a mismatch fails the call on every rank naming both sides. Set it alike on "
        "every rank. Point-to-point calls are not checked."},
+      {"CHORUS_TRACE_BUFFER", "int", "256",
+       "Flight recorder: each communicator keeps its last N operations (collective, shape, algorithm, state, "
+       "times, what a failed one waited for) in a ring allocated once; 0 turns it off (docs/debugging.md)."},
+      {"CHORUS_TRACE_FILE", "string", "",
+       "Flight recorder dumps go here (JSON lines; %h = hostname, %p = pid, %r = rank): written on a timeout, "
+       "a failure, an abort and on SIGUSR1 (the handler is installed only when this is set). Empty: dumps only "
+       "through chorusCommDumpTrace with a path. Read them with chorus_trace."},
       {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
       {"CHORUS_SECRET", "hex128", "",
        "32 hex digits shared by all ranks for chorusCommInitFromEnv; authenticates every connection."},
@@ -138,6 +145,10 @@ Status Settings::FromEnvironment(Settings* out) {
   const std::string check = EnvValue("CHORUS_CHECK");
   if (check != "0" && check != "1") return InvalidArgument("CHORUS_CHECK must be 0 or 1, not '", check, "'");
   settings.check_calls = check == "1";
+  CHORUS_RETURN_IF_ERROR(ParseInt(EnvValue("CHORUS_TRACE_BUFFER"), "CHORUS_TRACE_BUFFER", &value));
+  if (value < 0 || value > (1 << 20)) return InvalidArgument("CHORUS_TRACE_BUFFER must be in 0..1048576");
+  settings.trace_buffer = static_cast<size_t>(value);
+  settings.trace_file = EnvValue("CHORUS_TRACE_FILE");
   CHORUS_RETURN_IF_ERROR(ParseShmRingBytes(EnvValue("CHORUS_SHM_RING_BYTES"), &settings.shm_ring_bytes));
   CHORUS_RETURN_IF_ERROR(ParseSocketBufferBytes(EnvValue("CHORUS_SOCKET_RCVBUF"), "CHORUS_SOCKET_RCVBUF",
                                                 &settings.socket_rcvbuf));

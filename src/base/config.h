@@ -51,6 +51,8 @@ struct Settings {
   int socket_rcvbuf = 0;      // CHORUS_SOCKET_RCVBUF; 0: kernel autotuning
   int socket_sndbuf = 0;      // CHORUS_SOCKET_SNDBUF; 0: kernel autotuning
   bool check_calls = false;   // CHORUS_CHECK=1
+  size_t trace_buffer = 256;  // CHORUS_TRACE_BUFFER; 0: flight recorder off
+  std::string trace_file;     // CHORUS_TRACE_FILE
 
   static Status FromEnvironment(Settings* out);
 };

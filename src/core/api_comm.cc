@@ -198,6 +198,12 @@ chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* async_
   return chorusSuccess;
 }
 
+chorusResult_t chorusCommDumpTrace(chorusComm_t comm, const char* path) {
+  Status status = chorus::CheckComm(comm);
+  if (status.ok()) status = comm->impl->DumpTrace(path != nullptr ? path : "", "api");
+  return chorus::Report(comm, status.WithContext("chorusCommDumpTrace"));
+}
+
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count) {
   Status status = chorus::CheckComm(comm);
   if (status.ok() && count == nullptr) status = InvalidArgument("count is NULL");

@@ -84,11 +84,11 @@ Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t
   const CollectiveArgs& args = op.args;
   const uint8_t* zero = nullptr;
   const uint8_t* next = nullptr;
-  CHORUS_RETURN_IF_ERROR(board_->Await(0, round, round_bytes, &abort, timeout_ms, &zero));
-  CHORUS_RETURN_IF_ERROR(board_->Await(1, round, round_bytes, &abort, timeout_ms, &next));
+  CHORUS_RETURN_IF_ERROR(AwaitPeer(0, round, round_bytes, &abort, timeout_ms, &zero));
+  CHORUS_RETURN_IF_ERROR(AwaitPeer(1, round, round_bytes, &abort, timeout_ms, &next));
   ReduceKernel(dst, zero + offset, next + offset, count, args.dtype, args.op);
   for (int rank = 2; rank < board_->nranks(); ++rank) {
-    CHORUS_RETURN_IF_ERROR(board_->Await(rank, round, round_bytes, &abort, timeout_ms, &next));
+    CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, round_bytes, &abort, timeout_ms, &next));
     ReduceKernel(dst, dst, next + offset, count, args.dtype, args.op);
   }
   if (op.average) DivideKernel(dst, count, args.dtype, board_->nranks());
@@ -110,7 +110,7 @@ Status BoardAllReduce::TwoPhasePiece(const Operation& op, size_t first, size_t c
   const Slice mine = SliceOf(count, size, nranks, board_->rank());
   const uint8_t* next = nullptr;
   for (int rank = 0; rank < nranks; ++rank) {
-    CHORUS_RETURN_IF_ERROR(board_->Await(rank, inputs, bytes, &abort, timeout_ms, &next));
+    CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, inputs, bytes, &abort, timeout_ms, &next));
   }
   const uint64_t folded = ++round_;
   uint8_t* fold = board_->OutboxFor(folded);
@@ -125,7 +125,7 @@ Status BoardAllReduce::TwoPhasePiece(const Operation& op, size_t first, size_t c
     const Slice slice = SliceOf(count, size, nranks, rank);
     const uint8_t* payload = fold;
     if (rank != board_->rank()) {
-      CHORUS_RETURN_IF_ERROR(board_->Await(rank, folded, slice.count * size, &abort, timeout_ms, &payload));
+      CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, folded, slice.count * size, &abort, timeout_ms, &payload));
     }
     std::memcpy(out + slice.first * size, payload, slice.count * size);
   }
@@ -140,13 +140,21 @@ Status BoardAllReduce::ShareRound(const uint8_t* mine, size_t bytes, uint8_t* al
   board_->Publish(round, bytes);
   for (int rank = 0; rank < board_->nranks(); ++rank) {
     const uint8_t* payload = nullptr;
-    CHORUS_RETURN_IF_ERROR(board_->Await(rank, round, bytes, &abort, timeout_ms, &payload));
+    CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, bytes, &abort, timeout_ms, &payload));
     std::memcpy(all + static_cast<size_t>(rank) * bytes, payload, bytes);
   }
   return Status::Ok();
 }
 
+Status BoardAllReduce::AwaitPeer(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort,
+                                 int timeout_ms, const uint8_t** payload) {
+  Status status = board_->Await(peer, round, bytes, abort, timeout_ms, payload);
+  if (!status.ok()) stuck_peer_ = peer;
+  return status;
+}
+
 Status BoardAllReduce::Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms) {
+  stuck_peer_ = -1;
   const CollectiveArgs& args = op.args;
   const size_t piece = shm::ShmBoard::capacity() / DataTypeSize(args.dtype);
   size_t first = 0;

@@ -87,6 +87,9 @@ class BoardAllReduce {
   Status ShareRound(const uint8_t* mine, size_t bytes, uint8_t* all, const std::atomic<bool>& abort, int timeout_ms);
   // Board rounds so far (tests).
   uint64_t rounds() const { return round_; }
+  // The peer the last failed Run or ShareRound was waiting for (-1: none;
+  // the flight recorder's "waiting for").
+  int stuck_peer() const { return stuck_peer_; }
 
  private:
   Status OneShotPiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
@@ -102,8 +105,13 @@ class BoardAllReduce {
   Status FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,
                          size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms);
 
+  // board_->Await, noting `peer` in stuck_peer_ when it fails.
+  Status AwaitPeer(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
+                   const uint8_t** payload);
+
   shm::ShmBoard* board_;
   uint64_t round_ = 0;  // rounds so far; alike on every rank
+  int stuck_peer_ = -1;
 };
 
 // The board decision of the last few call shapes, so that a repeated call

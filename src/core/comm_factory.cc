@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "base/siphash.h"
 #include "core/launcher.h"
 
 namespace chorus {
@@ -34,6 +35,8 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->use_tuner = settings.tuner == "model";
   options->tune_file = settings.tune_file;
   options->check_calls = settings.check_calls;
+  options->trace_buffer = settings.trace_buffer;
+  options->trace_file = settings.trace_file;
   if (config != nullptr) {
     if (config->magic != CHORUS_CONFIG_MAGIC || config->size < sizeof(chorusConfig_t)) {
       return InvalidArgument("config was not initialised with CHORUS_CONFIG_INITIALIZER");
@@ -104,6 +107,10 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   // From the user's first call on (creation's own collectives are alike
   // everywhere), so that call numbers count the user's collectives.
   if (options.check_calls) shell->impl->StartCheckingCalls();
+  // Names the communicator in trace dumps alike on every rank without
+  // revealing the secret.
+  static const char kTraceLabel[] = "chorus flight recorder";
+  shell->impl->StartRecording(SipHash64(id.secret, kTraceLabel, sizeof(kTraceLabel)));
   shell->recovery = std::move(endpoint);
   *out = std::move(shell);
   return Status::Ok();

@@ -9,6 +9,7 @@
 #include "kernels/reduce.h"
 #include "core/peer_info.h"
 #include "base/spin_wait.h"
+#include "core/trace_signal.h"
 #include "core/transport_mux.h"
 #include "transports/host_identity.h"
 #include "transports/shm/shm_transport.h"
@@ -57,7 +58,34 @@ Communicator::Communicator(int rank, int nranks, const CommOptions& options)
     : rank_(rank), nranks_(nranks), options_(options), sends_to_(nranks, 0), recvs_from_(nranks, 0) {}
 
 Communicator::~Communicator() {
+  if (trace_signal_id_ != 0) UnregisterTraceDump(trace_signal_id_);
   if (transport_) transport_->Shutdown();
+}
+
+void Communicator::StartRecording(uint64_t comm_hash) {
+  if (options_.trace_buffer == 0) return;
+  TraceIdentity identity;
+  identity.rank = rank_;
+  identity.nranks = nranks_;
+  identity.comm_hash = comm_hash;
+  recorder_ = std::make_unique<FlightRecorder>(identity, options_.trace_buffer, options_.trace_file);
+  if (!options_.trace_file.empty()) {
+    InstallTraceSignalHandler();
+    trace_signal_id_ = RegisterTraceDump([this] { recorder_->DumpToPatternFile("signal", LaunchesWaitingTurn()); });
+  }
+}
+
+uint64_t Communicator::LaunchesWaitingTurn() const {
+  const uint64_t issued = next_ticket_.load(std::memory_order_relaxed);
+  const uint64_t running = running_ticket_.load(std::memory_order_relaxed);
+  return issued > running + 1 ? issued - running - 1 : 0;
+}
+
+Status Communicator::DumpTrace(const std::string& path, const char* reason) const {
+  if (recorder_ == nullptr) return InvalidUsage("the flight recorder is off (CHORUS_TRACE_BUFFER=0)");
+  const std::string target = path.empty() ? recorder_->ExpandPattern(recorder_->file_pattern()) : path;
+  if (target.empty()) return InvalidArgument("no path given and CHORUS_TRACE_FILE is not set");
+  return recorder_->Dump(target, reason, LaunchesWaitingTurn());
 }
 
 Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, const CommOptions& options,
@@ -161,14 +189,19 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
   CHORUS_RETURN_IF_ERROR(AwaitTurn(ticket));
   Status status;
   bool mismatch = false;
+  if (recorder_ != nullptr) recorder_->BeginLaunch(ops, nops);
   if (aborted_.load()) {
     status = RemoteError("rank ", rank_, ": communicator was aborted");
   } else if (failed_.load(std::memory_order_acquire)) {
     status = async_error().WithContext("communicator is in an error state after an earlier failure");
   } else {
     if (checker_ != nullptr) status = checker_->Check(ops, nops, check_exchange_, &mismatch);
-    if (status.ok()) status = RunOperations(ops, nops);
+    if (status.ok()) {
+      if (recorder_ != nullptr) recorder_->MarkStarted(/*read_clock=*/checker_ != nullptr);
+      status = RunOperations(ops, nops);
+    }
   }
+  if (recorder_ != nullptr) recorder_->EndLaunch(status, status.ok() ? nullptr : &waiting_);
   if (mismatch) {
     // Rejected alike on every rank before anything moved: the communicator
     // stays usable.
@@ -258,9 +291,15 @@ BoardPlan Communicator::UsesBoard(const Operation& op) {
 }
 
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
+  if (recorder_ != nullptr) waiting_.Clear();
   if (nops == 1) {
     const BoardPlan plan = UsesBoard(ops[0]);
-    if (plan != BoardPlan::kNone) return board_allreduce_->Run(ops[0], plan, aborted_, options_.timeout_ms);
+    if (plan != BoardPlan::kNone) {
+      if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
+      Status status = board_allreduce_->Run(ops[0], plan, aborted_, options_.timeout_ms);
+      if (!status.ok() && board_allreduce_->stuck_peer() >= 0) waiting_.AddRecv(board_allreduce_->stuck_peer());
+      return status;
+    }
   }
   // Collectives first, then point-to-point: every rank orders a launch the
   // same way, so messages between two ranks meet in the same order.
@@ -285,6 +324,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     args.topology = &topology_;
     std::shared_ptr<const Schedule> schedule;
     CHORUS_RETURN_IF_ERROR(ScheduleFor(op, args, &schedule));
+    if (recorder_ != nullptr) recorder_->SetPath(static_cast<size_t>(&op - ops), schedule->algorithm.c_str());
     CHORUS_TRACE("COLL", "rank ", rank_, " ", CollectiveName(args.coll), " count ", args.count, " ",
                  DataTypeName(args.dtype), " algo ", schedule->algorithm, " steps ", schedule->steps.size());
     BoundSchedule b;
@@ -363,6 +403,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     executor_options.chunk_bytes = options_.chunk_bytes;
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
+    executor_options.waiting = &waiting_;
     CHORUS_RETURN_IF_ERROR(ExecuteSchedules(transport_.get(), rank_, bound, executor_options, aborted_,
                                             Deadline::AfterMs(options_.timeout_ms)));
   }
@@ -458,10 +499,17 @@ Status Communicator::Calibrate() {
 }
 
 void Communicator::Fail(const Status& status) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
-    if (first_error_.ok()) first_error_ = status;
+    first = first_error_.ok();
+    if (first) first_error_ = status;
     failed_.store(true, std::memory_order_release);
+  }
+  // The first failure is what a hang investigation needs; later launches
+  // fail at once and add nothing.
+  if (first && recorder_ != nullptr) {
+    recorder_->DumpToPatternFile(status.code() == chorusTimeout ? "timeout" : "error", LaunchesWaitingTurn());
   }
   // Close every connection so that peers waiting on us fail now, not at
   // their deadline.
@@ -475,6 +523,9 @@ Status Communicator::async_error() const {
 }
 
 void Communicator::Abort() {
+  // Before the abort makes the running launch fail: its state is the
+  // interesting one.
+  if (recorder_ != nullptr && !aborted_.load()) recorder_->DumpToPatternFile("abort", LaunchesWaitingTurn());
   aborted_.store(true);
   if (transport_) {
     transport_->Wakeup();

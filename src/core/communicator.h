@@ -18,6 +18,7 @@
 #include "core/board_allreduce.h"
 #include "core/call_check.h"
 #include "core/executor.h"
+#include "core/flight_recorder.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
 #include "core/tuner.h"
@@ -39,6 +40,8 @@ struct CommOptions {
   bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
   std::string tune_file;  // CHORUS_TUNE_FILE
   bool check_calls = false;  // CHORUS_CHECK=1: core/call_check.h
+  size_t trace_buffer = 256;  // CHORUS_TRACE_BUFFER: flight recorder entries; 0 = off
+  std::string trace_file;     // CHORUS_TRACE_FILE: automatic dumps (core/flight_recorder.h)
   AlgorithmTable algorithms;
 };
 
@@ -73,6 +76,15 @@ class Communicator {
   // shared with other threads.
   void StartCheckingCalls();
   bool checks_calls() const { return checker_ != nullptr; }
+
+  // The flight recorder (core/flight_recorder.h), when trace_buffer > 0:
+  // records every later launch; dumps on failure, abort and, with a trace
+  // file, SIGUSR1. `comm_hash` is alike on every rank. Call before the
+  // communicator is shared with other threads.
+  void StartRecording(uint64_t comm_hash);
+  bool records() const { return recorder_ != nullptr; }
+  // Dumps the recorder to `path` (empty: the expanded CHORUS_TRACE_FILE).
+  Status DumpTrace(const std::string& path, const char* reason) const;
 
   // Reserves this call's place in the communicator's order. Calls run in
   // ticket order whatever thread or stream runs them.
@@ -125,6 +137,8 @@ class Communicator {
   // An in-place ring allreduce of this communicator, for its own use.
   Operation InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const;
   void Fail(const Status& status);
+  // Launches issued but not yet due (a dump's "waiting_turn").
+  uint64_t LaunchesWaitingTurn() const;
 
   const int rank_;
   const int nranks_;
@@ -188,6 +202,11 @@ class Communicator {
   std::unique_ptr<CallChecker> checker_;
   CheckExchange check_exchange_;
   uint64_t check_exchanges_ = 0;  // tags of the exchanges
+
+  // Flight recorder; null when off. waiting_ is filled by a failing launch.
+  std::unique_ptr<FlightRecorder> recorder_;
+  WaitingPeers waiting_;
+  uint64_t trace_signal_id_ = 0;  // core/trace_signal.h registration; 0: none
 
   mutable std::mutex ops_mutex_;
   std::vector<PreMulSumOp> premul_ops_;

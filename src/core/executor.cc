@@ -141,6 +141,8 @@ class Execution {
 
   Status Prepare(const std::vector<BoundSchedule>& schedules);
   Status Run(const std::atomic<bool>& abort, Deadline deadline);
+  // The peers DescribeWaiting names, as numbers.
+  void CollectWaiting(WaitingPeers* waiting) const;
 
  private:
   bool ChunkReady(const StepState& state, size_t c) const;
@@ -444,6 +446,17 @@ std::string Execution::DescribeWaiting() const {
   return text.empty() ? "local work" : text;
 }
 
+void Execution::CollectWaiting(WaitingPeers* waiting) const {
+  waiting->Clear();
+  for (const PeerChannel* it = channels_begin(); it != channels_end(); ++it) {
+    bool recv_pending = false, send_pending = false;
+    for (uint32_t index : it->recv_steps) recv_pending |= !s_.states[index].complete();
+    for (uint32_t index : it->send_steps) send_pending |= !s_.states[index].complete();
+    if (recv_pending) waiting->AddRecv(it->peer);
+    if (send_pending) waiting->AddSend(it->peer);
+  }
+}
+
 Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
   // Polling first keeps small-message latency low; after a stretch of idle
   // polls the executor sleeps in the transport so oversubscribed ranks yield.
@@ -494,6 +507,7 @@ Status ExecuteSchedules(Transport* transport, int rank, const std::vector<BoundS
   Execution execution(transport, rank, options, &context->state());
   CHORUS_RETURN_IF_ERROR(execution.Prepare(schedules));
   Status status = execution.Run(abort, deadline);
+  if (!status.ok() && options.waiting != nullptr) execution.CollectWaiting(options.waiting);
   // Requests may still be posted and transports have no cancel: Shutdown
   // makes the transport let go of them before their slots are freed or
   // reused by the next launch.

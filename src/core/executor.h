@@ -11,6 +11,7 @@
 #include "algorithms/schedule.h"
 #include "base/deadline.h"
 #include "base/status.h"
+#include "core/waiting_peers.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
 
@@ -59,6 +60,9 @@ struct ExecutorOptions {
   // Reusable working memory (the communicator keeps one); null: the call
   // makes a fresh one, which allocates.
   ExecutorContext* context = nullptr;
+  // When the launch fails (timeout, dead peer, abort): the peers it still
+  // waited on, for the flight recorder; null: not wanted.
+  WaitingPeers* waiting = nullptr;
 };
 
 // Runs `schedules` to completion as one unit. On an error, abort or timeout

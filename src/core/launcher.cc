@@ -79,6 +79,7 @@ Status LaunchTogether(const std::vector<PendingCall>& calls) {
       }
       target->ops.push_back(call.op);
       target->ops.back().grouped = true;
+      if (stream != nullptr && call.comm->impl->records()) target->ops.back().enqueued_ns = FlightRecorder::NowNs();
     }
     if (stream == nullptr) {
       Status status = RunLaunches(*launches);
@@ -104,7 +105,9 @@ Status Submit(const PendingCall& call) {
   const uint64_t ticket = comm->impl->IssueTicket();
   comm->impl->BeginPending();
   if (call.stream == nullptr) return RunOnComm(comm, ticket, &call.op, 1);
-  call.stream->stream.Enqueue([comm, ticket, op = call.op] { return RunOnComm(comm, ticket, &op, 1); },
+  Operation op = call.op;
+  if (comm->impl->records()) op.enqueued_ns = FlightRecorder::NowNs();
+  call.stream->stream.Enqueue([comm, ticket, op] { return RunOnComm(comm, ticket, &op, 1); },
                               comm->impl->cores_shared());
   return Status::Ok();
 }

@@ -34,6 +34,10 @@ struct Operation {
   // the board (core/board_allreduce.h).
   bool grouped = false;
 
+  // Steady-clock ns when the call was queued on a host stream or in a group
+  // (the flight recorder's "enqueued"); 0: when its launch began.
+  int64_t enqueued_ns = 0;
+
   bool average = false;
   bool premultiply = false;
   uint8_t scalar[8] = {};

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Elements per rank and per block: odd, so no power-of-two chunking hides a bug. */
 enum { kCount = 1031, kBlocks = C_API_MAX_RANKS * kCount };
@@ -398,6 +400,43 @@ static int CheckSplit(const Rank* self) {
   return 0;
 }
 
+/* chorusCommDumpTrace: a bad path is refused with a clear error; a good one
+ * gets the header naming this rank, then the collectives run so far. */
+static int CheckDumpTrace(const Rank* self) {
+  char path[512], line[1024], header[128];
+  const char* dir = getenv("TMPDIR");
+  chorusResult_t result = chorusCommDumpTrace(self->comm, "/nonexistent-chorus-dir/trace.jsonl");
+  FILE* file;
+  int allreduces = 0;
+  if (result != chorusInvalidArgument || strstr(chorusGetLastError(self->comm), "/nonexistent-chorus-dir") == NULL) {
+    fprintf(stderr, "rank %d: chorusCommDumpTrace to a bad path returned %d (%s)\n", self->rank, (int)result,
+            chorusGetLastError(self->comm));
+    return 1;
+  }
+  snprintf(path, sizeof(path), "%s/chorus_c_api_trace_%d_of_%d.jsonl", dir != NULL ? dir : "/tmp", self->rank,
+           self->nranks);
+  CALL(self, chorusCommDumpTrace(self->comm, path));
+  file = fopen(path, "r");
+  if (file == NULL) {
+    fprintf(stderr, "rank %d: chorusCommDumpTrace wrote no %s\n", self->rank, path);
+    return 1;
+  }
+  snprintf(header, sizeof(header), "{\"chorus_trace\":1,\"rank\":%d,\"nranks\":%d,", self->rank, self->nranks);
+  if (fgets(line, sizeof(line), file) == NULL || strncmp(line, header, strlen(header)) != 0) {
+    fprintf(stderr, "rank %d: trace header is not '%s...'\n", self->rank, header);
+    fclose(file);
+    return 1;
+  }
+  while (fgets(line, sizeof(line), file) != NULL) allreduces += strstr(line, "\"call\":\"AllReduce\"") != NULL;
+  fclose(file);
+  remove(path);
+  if (allreduces < 4) {
+    fprintf(stderr, "rank %d: trace holds %d AllReduce entries, expected at least 4\n", self->rank, allreduces);
+    return 1;
+  }
+  return 0;
+}
+
 int RunRankChecks(const chorusUniqueId* id, int nranks, int rank) {
   Rank self;
   chorusResult_t async_error = chorusInternalError;
@@ -408,7 +447,7 @@ int RunRankChecks(const chorusUniqueId* id, int nranks, int rank) {
   if (CheckCommunicator(&self) || CheckAllReduce(&self) || CheckBroadcast(&self) || CheckReduce(&self) ||
       CheckAllGather(&self) || CheckReduceScatter(&self) || CheckAlltoAll(&self) || CheckGather(&self) ||
       CheckScatter(&self) || CheckSendRecvRing(&self) || CheckHostStream(&self) || CheckEvents(&self) || CheckPreMulSum(&self) ||
-      CheckSplit(&self)) {
+      CheckSplit(&self) || CheckDumpTrace(&self)) {
     return 1;
   }
   CALL(&self, chorusCommGetAsyncError(self.comm, &async_error));
