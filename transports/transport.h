@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/deadline.h"
@@ -26,7 +27,43 @@ struct TransportCapabilities {
   // may run on (decided at Connect, alike on every rank): a thread waiting
   // for them should not spin, since the rank it waits for needs the core.
   bool shares_cores = false;
+  // Transfers need memory registered with RegisterMemory first (verbs, UCX):
+  // the caller then passes the handle in TransferRequest::memory. TCP and
+  // shared memory move bytes from any address and leave it false.
+  bool needs_memory_registration = false;
 };
+
+// What kind of memory a registration covers.
+enum class MemoryKind { kHost, kDevice };
+
+class Transport;
+struct MemoryHandleSet;
+
+// A registration made by Transport::RegisterMemory; opaque to the caller.
+// The null handle is what transports that need no registration hand out,
+// and what a request carries when its buffer was not registered.
+struct MemoryHandle {
+  uint64_t id = 0;
+  void* data = nullptr;  // transport-private (e.g. an ibv_mr*)
+  // Set when one registration spans several transports (TransportMux): a
+  // transport finds its own handle with For(this).
+  const MemoryHandleSet* set = nullptr;
+  bool null() const { return id == 0 && data == nullptr && set == nullptr; }
+  // The handle `transport` made: this one, or its entry in `set`.
+  MemoryHandle For(const Transport* transport) const;
+};
+
+struct MemoryHandleSet {
+  std::vector<std::pair<const Transport*, MemoryHandle>> handles;
+};
+
+inline MemoryHandle MemoryHandle::For(const Transport* transport) const {
+  if (set == nullptr) return *this;
+  for (const auto& entry : set->handles) {
+    if (entry.first == transport) return entry.second;
+  }
+  return MemoryHandle();
+}
 
 // Combine on receipt: a receive that hands the incoming bytes to a function
 // instead of copying them into TransferRequest::buffer, so that the caller can
@@ -55,6 +92,10 @@ struct TransferRequest {
   // (others would copy into `buffer`): when set, the transport passes the
   // payload to it and never writes `buffer`. Must outlive the request.
   const ReceiveCombiner* combine = nullptr;
+  // The registration covering `buffer` (RegisterMemory; a transport reads
+  // memory.For(this)), null where no transport needs one
+  // (capabilities().needs_memory_registration false).
+  MemoryHandle memory;
 
   // Set by the transport.
   bool done = false;
@@ -80,16 +121,15 @@ class Endpoint {
   virtual bool combine_on_receive() const { return false; }
 };
 
+// What every transport is given; a transport's own settings (CHORUS_NSOCKS,
+// CHORUS_SHM_RING_BYTES, ...) are its own options, read by its descriptor
+// (transports/transport_registry.h).
 struct TransportOptions {
   int rank = 0;
   int nranks = 1;
   uint8_t secret[16] = {};   // every connection proves it knows this
-  int nsocks = 2;            // TCP: sockets (lanes) per peer
   std::string ifname;        // CHORUS_SOCKET_IFNAME syntax ("", "eth0", "^lo", "=eth0")
   int timeout_ms = 300000;   // connection set-up deadline
-  size_t shm_ring_bytes = 0;  // shm: ring per sender (CHORUS_SHM_RING_BYTES); 0 = automatic
-  int socket_rcvbuf = 0;     // TCP: SO_RCVBUF of every lane (CHORUS_SOCKET_RCVBUF); 0 = kernel autotuning
-  int socket_sndbuf = 0;     // TCP: SO_SNDBUF of every lane (CHORUS_SOCKET_SNDBUF); 0 = kernel autotuning
 };
 
 class Transport {
@@ -102,8 +142,9 @@ class Transport {
   // Opaque address of this rank, exchanged through the bootstrap.
   virtual std::string LocalAddress() const = 0;
 
-  // Connects to every peer; addresses[i] is rank i's LocalAddress().
-  // Collective over all ranks; bounded by `deadline`.
+  // Connects to every peer; addresses[i] is rank i's LocalAddress(), or
+  // empty for a peer this transport does not reach (its descriptor said so
+  // alike on both sides). Collective over all ranks; bounded by `deadline`.
   virtual Status Connect(const std::vector<std::string>& addresses, Deadline deadline) = 0;
 
   // Endpoint to `peer` (!= own rank), valid after Connect.
@@ -122,6 +163,22 @@ class Transport {
   // (used on abort and after an error). After it returns the transport never
   // touches posted requests or their buffers again. Idempotent.
   virtual void Shutdown() = 0;
+
+  // Registers [ptr, ptr + bytes) for transfers (pinning, keys); requests
+  // whose buffer lies in it carry the handle. Transports that move bytes
+  // from any address (capabilities().needs_memory_registration false) hand
+  // out the null handle. Callers normally go through a RegistrationCache
+  // (core/registration_cache.h), since registering is expensive.
+  virtual Status RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) {
+    (void)ptr;
+    (void)bytes;
+    (void)kind;
+    *handle = MemoryHandle();
+    return Status::Ok();
+  }
+  // Releases a handle RegisterMemory returned (no request may use it any
+  // more). The null handle is ignored.
+  virtual void DeregisterMemory(MemoryHandle handle) { (void)handle; }
 };
 
 }  // namespace chorus

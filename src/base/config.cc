@@ -24,7 +24,9 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_SOCKET_SNDBUF", "bytes", "0",
        "SO_SNDBUF of every TCP data socket, as CHORUS_SOCKET_RCVBUF. 0: kernel autotuning (tcp_wmem); at most 1023M."},
       {"CHORUS_TRANSPORT", "string", "auto",
-       "auto: shared memory between ranks of one host (same network namespace), TCP otherwise; tcp: TCP only."},
+       "Transports, in order: auto (the best per peer: shared memory between ranks of one host and network "
+       "namespace, TCP otherwise), one name (only it: tcp, shm; a peer it cannot reach fails creation), or an "
+       "ordered list (shm,tcp: for each peer the first that reaches it)."},
       {"CHORUS_SHM_RING_BYTES", "bytes", "0",
        "Shared-memory ring per sender; each rank's segment in /dev/shm holds one per rank. 0 or auto: 1M up to "
        "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "
@@ -126,9 +128,6 @@ Status Settings::FromEnvironment(Settings* out) {
   CHORUS_RETURN_IF_ERROR(ParseInt(EnvValue("CHORUS_TIMEOUT_MS"), "CHORUS_TIMEOUT_MS", &value));
   if (value <= 0 || value > (1ll << 31) - 1) return InvalidArgument("CHORUS_TIMEOUT_MS must be in 1..2^31-1");
   settings.timeout_ms = static_cast<int>(value);
-  CHORUS_RETURN_IF_ERROR(ParseInt(EnvValue("CHORUS_NSOCKS"), "CHORUS_NSOCKS", &value));
-  if (value < 1 || value > 64) return InvalidArgument("CHORUS_NSOCKS must be in 1..64");
-  settings.nsocks = static_cast<int>(value);
   CHORUS_RETURN_IF_ERROR(ParseBytes(EnvValue("CHORUS_CHUNK_BYTES"), "CHORUS_CHUNK_BYTES", &settings.chunk_bytes));
   if (settings.chunk_bytes < 64) return InvalidArgument("CHORUS_CHUNK_BYTES must be at least 64");
   settings.algo = EnvValue("CHORUS_ALGO");
@@ -139,9 +138,6 @@ Status Settings::FromEnvironment(Settings* out) {
     return InvalidArgument("CHORUS_TUNER must be model or static, not '", settings.tuner, "'");
   }
   settings.tune_file = EnvValue("CHORUS_TUNE_FILE");
-  if (settings.transport != "auto" && settings.transport != "tcp") {
-    return InvalidArgument("CHORUS_TRANSPORT must be auto or tcp, not '", settings.transport, "'");
-  }
   const std::string check = EnvValue("CHORUS_CHECK");
   if (check != "0" && check != "1") return InvalidArgument("CHORUS_CHECK must be 0 or 1, not '", check, "'");
   settings.check_calls = check == "1";
@@ -149,11 +145,6 @@ Status Settings::FromEnvironment(Settings* out) {
   if (value < 0 || value > (1 << 20)) return InvalidArgument("CHORUS_TRACE_BUFFER must be in 0..1048576");
   settings.trace_buffer = static_cast<size_t>(value);
   settings.trace_file = EnvValue("CHORUS_TRACE_FILE");
-  CHORUS_RETURN_IF_ERROR(ParseShmRingBytes(EnvValue("CHORUS_SHM_RING_BYTES"), &settings.shm_ring_bytes));
-  CHORUS_RETURN_IF_ERROR(ParseSocketBufferBytes(EnvValue("CHORUS_SOCKET_RCVBUF"), "CHORUS_SOCKET_RCVBUF",
-                                                &settings.socket_rcvbuf));
-  CHORUS_RETURN_IF_ERROR(ParseSocketBufferBytes(EnvValue("CHORUS_SOCKET_SNDBUF"), "CHORUS_SOCKET_SNDBUF",
-                                                &settings.socket_sndbuf));
   *out = settings;
   return Status::Ok();
 }

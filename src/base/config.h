@@ -40,16 +40,14 @@ Status ParseSocketBufferBytes(const std::string& text, const char* name, int* ou
 // fields override these.
 struct Settings {
   int timeout_ms = 0;
-  int nsocks = 0;
   size_t chunk_bytes = 0;
   std::string algo;
   std::string socket_ifname;
-  std::string transport;  // "auto" or "tcp"
+  // CHORUS_TRANSPORT as written; the transport registry parses it and each
+  // transport reads its own variables (transports/transport_registry.h).
+  std::string transport;
   std::string tuner;      // "model" or "static"
   std::string tune_file;
-  size_t shm_ring_bytes = 0;  // 0: automatic
-  int socket_rcvbuf = 0;      // CHORUS_SOCKET_RCVBUF; 0: kernel autotuning
-  int socket_sndbuf = 0;      // CHORUS_SOCKET_SNDBUF; 0: kernel autotuning
   bool check_calls = false;   // CHORUS_CHECK=1
   size_t trace_buffer = 256;  // CHORUS_TRACE_BUFFER; 0: flight recorder off
   std::string trace_file;     // CHORUS_TRACE_FILE

@@ -24,14 +24,15 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   Settings settings;
   CHORUS_RETURN_IF_ERROR(Settings::FromEnvironment(&settings));
   options->timeout_ms = settings.timeout_ms;
-  options->nsocks = settings.nsocks;
   options->chunk_bytes = settings.chunk_bytes;
   options->algo_spec = settings.algo;
   options->socket_ifname = settings.socket_ifname;
-  options->use_shm = settings.transport == "auto";
-  options->shm_ring_bytes = settings.shm_ring_bytes;
-  options->socket_rcvbuf = settings.socket_rcvbuf;
-  options->socket_sndbuf = settings.socket_sndbuf;
+  const TransportRegistry& registry = options->transports != nullptr ? *options->transports : BuiltinTransports();
+  options->transport_selection = settings.transport;
+  std::vector<const TransportDescriptor*> order;
+  CHORUS_RETURN_IF_ERROR(registry.ParseSelection(options->transport_selection, &order));
+  options->transport_vars = TransportVars();
+  CHORUS_RETURN_IF_ERROR(registry.CaptureVars(&options->transport_vars));
   options->use_tuner = settings.tuner == "model";
   options->tune_file = settings.tune_file;
   options->check_calls = settings.check_calls;
@@ -44,7 +45,8 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
     if (config->timeoutMs == 0) return InvalidArgument("config timeoutMs must be positive (or <0 for the default)");
     if (config->timeoutMs > 0) options->timeout_ms = config->timeoutMs;
     if (config->nSocks == 0 || config->nSocks > 64) return InvalidArgument("config nSocks must be in 1..64");
-    if (config->nSocks > 0) options->nsocks = config->nSocks;
+    // The public config's nSocks is the TCP transport's CHORUS_NSOCKS.
+    if (config->nSocks > 0) options->transport_vars.Set("CHORUS_NSOCKS", std::to_string(config->nSocks));
     if (config->chunkBytes >= 0 && config->chunkBytes < 64) return InvalidArgument("config chunkBytes must be >= 64");
     if (config->chunkBytes >= 64) options->chunk_bytes = static_cast<size_t>(config->chunkBytes);
     if (config->algo != nullptr) options->algo_spec = config->algo;

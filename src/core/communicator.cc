@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <tuple>
 
 #include "base/log.h"
 #include "core/executor.h"
@@ -12,8 +13,7 @@
 #include "core/trace_signal.h"
 #include "core/transport_mux.h"
 #include "transports/host_identity.h"
-#include "transports/shm/shm_transport.h"
-#include "transports/tcp/tcp_transport.h"
+#include "transports/transport_registry.h"
 
 namespace chorus {
 
@@ -93,70 +93,102 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   std::unique_ptr<Communicator> comm(new Communicator(rank, nranks, options));
   Deadline deadline = Deadline::AfterMs(options.timeout_ms);
 
+  const TransportRegistry& registry = options.transports != nullptr ? *options.transports : BuiltinTransports();
+  std::vector<const TransportDescriptor*> order;
+  CHORUS_RETURN_IF_ERROR(registry.ParseSelection(options.transport_selection, &order));
   TransportOptions transport_options;
   transport_options.rank = rank;
   transport_options.nranks = nranks;
   std::memcpy(transport_options.secret, id.secret, sizeof(id.secret));
-  transport_options.nsocks = options.nsocks;
   transport_options.ifname = options.socket_ifname;
   transport_options.timeout_ms = options.timeout_ms;
-  transport_options.shm_ring_bytes = options.shm_ring_bytes;
-  transport_options.socket_rcvbuf = options.socket_rcvbuf;
-  transport_options.socket_sndbuf = options.socket_sndbuf;
-  std::unique_ptr<Transport> tcp, shm;
-  CHORUS_RETURN_IF_ERROR(CreateTcpTransport(transport_options, &tcp));
-  if (options.use_shm) {
-    Status status = CreateShmTransport(transport_options, &shm);
-    if (!status.ok()) CHORUS_WARN("INIT", "rank ", rank, ": shared memory unavailable, using TCP: ", status.message());
-  }
 
+  // Every selected transport; one that cannot be created while others
+  // remain is left out with a warning (shm on a /dev/shm too small for its
+  // segment: its same-host peers then go over TCP). It publishes no address,
+  // so every rank derives the same routes from the rendezvous table.
+  std::vector<const TransportDescriptor*> kinds;
+  std::vector<std::unique_ptr<Transport>> transports;
   PeerInfo mine;
   mine.host = HostIdentity();
-  mine.tcp_address = tcp->LocalAddress();
-  if (shm) mine.shm_address = shm->LocalAddress();
+  for (const TransportDescriptor* descriptor : order) {
+    std::unique_ptr<Transport> transport;
+    Status status = descriptor->create(transport_options, options.transport_vars, &transport);
+    if (!status.ok()) {
+      if (order.size() == 1) {
+        return status.WithContext(StrCat("rank ", rank, ": creating the ", descriptor->name, " transport"));
+      }
+      CHORUS_WARN("INIT", "rank ", rank, ": ", descriptor->name, " transport unavailable, using the others of ",
+                  options.transport_selection, ": ", status.message());
+      continue;
+    }
+    mine.addresses.push_back({descriptor->name, transport->LocalAddress()});
+    kinds.push_back(descriptor);
+    transports.push_back(std::move(transport));
+  }
+  if (transports.empty()) return InvalidUsage("rank ", rank, ": no transport of CHORUS_TRANSPORT=",
+                                              options.transport_selection, " could be created");
+
   std::vector<std::string> blobs;
   CHORUS_RETURN_IF_ERROR(Rendezvous(id, rank, nranks, mine.Encode(), deadline, &blobs)
                              .WithContext(StrCat("rank ", rank, ": rendezvous with ", id.root_address)));
-  std::vector<PeerInfo> peers(nranks);
-  std::vector<std::string> tcp_addresses(nranks), shm_addresses(nranks);
+  std::vector<PeerPublication> peers(nranks);
   for (int r = 0; r < nranks; ++r) {
-    CHORUS_RETURN_IF_ERROR(PeerInfo::Decode(blobs[r], &peers[r]).WithContext(StrCat("rank ", r)));
-    tcp_addresses[r] = peers[r].tcp_address;
-    // Shared memory only between ranks of one host (and network namespace)
-    // that both offer it; everyone derives the same pairs from the table.
-    bool local = peers[r].host == mine.host && !peers[r].shm_address.empty() && shm != nullptr;
-    shm_addresses[r] = (local || r == rank) ? peers[r].shm_address : std::string();
+    PeerInfo info;
+    CHORUS_RETURN_IF_ERROR(PeerInfo::Decode(blobs[r], &info).WithContext(StrCat("rank ", r)));
+    peers[r] = std::move(info);
   }
+  // Checked over the whole table, so that every rank fails alike.
+  CHORUS_RETURN_IF_ERROR(CheckEveryPairReachable(order, peers, options.transport_selection)
+                             .WithContext(StrCat("rank ", rank)));
   std::vector<std::string> hosts;
-  for (const PeerInfo& peer : peers) {
+  for (const PeerPublication& peer : peers) {
     size_t index = std::find(hosts.begin(), hosts.end(), peer.host) - hosts.begin();
     if (index == hosts.size()) hosts.push_back(peer.host);
     comm->topology_.host_of_rank.push_back(static_cast<int>(index));
   }
-  CHORUS_RETURN_IF_ERROR(tcp->Connect(tcp_addresses, deadline).WithContext(StrCat("rank ", rank, ": connecting over TCP")));
-  std::vector<std::unique_ptr<Transport>> transports;
-  if (shm) {
-    CHORUS_RETURN_IF_ERROR(
-        shm->Connect(shm_addresses, deadline).WithContext(StrCat("rank ", rank, ": connecting over shared memory")));
-    // Every rank has the board or none: it exists when all ranks connected
-    // over shm, which every rank reads from the same rendezvous table.
-    shm::ShmBoard* board = static_cast<ShmTransport*>(shm.get())->board();
-    if (board != nullptr && nranks > 1) comm->board_allreduce_ = std::make_unique<BoardAllReduce>(board);
-    transports.push_back(std::move(shm));
-  }
-  transports.push_back(std::move(tcp));
-  std::unique_ptr<TransportMux> mux;
-  CHORUS_RETURN_IF_ERROR(TransportMux::Create(std::move(transports), rank, nranks, &mux));
-  if (CurrentLogLevel() >= LogLevel::kInfo) {
-    std::string routes;
+  // Each transport connects to every peer it reaches (whether or not it
+  // serves it), as both sides decide alike.
+  for (size_t t = 0; t < transports.size(); ++t) {
+    std::vector<std::string> addresses(nranks);
     for (int r = 0; r < nranks; ++r) {
-      if (r != rank) routes += StrCat(routes.empty() ? "" : ", ", r, ":", mux->TransportNameFor(r));
+      if (r == rank || Reaches(*kinds[t], peers[rank], peers[r])) addresses[r] = *peers[r].AddressFor(kinds[t]->name);
     }
-    CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " connected (", routes.empty() ? "alone" : routes, "; nsocks ",
-                options.nsocks, ", chunk ", options.chunk_bytes, " B)");
+    CHORUS_RETURN_IF_ERROR(transports[t]->Connect(addresses, deadline)
+                               .WithContext(StrCat("rank ", rank, ": connecting over ", kinds[t]->name)));
+  }
+  // Per peer, the first selected transport that reaches it.
+  const std::vector<int> choice = ChooseTransports(order, peers, rank);
+  std::vector<int> routes(nranks, -1);
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) continue;
+    routes[r] = static_cast<int>(std::find(kinds.begin(), kinds.end(), order[choice[r]]) - kinds.begin());
+  }
+  // The board: every rank has it or none, since it exists when all ranks
+  // connected to one shm transport and all are routed to it, which every
+  // rank reads from the same table.
+  for (size_t t = 0; t < transports.size() && nranks > 1; ++t) {
+    shm::ShmBoard* board = SharedMemoryBoardOf(transports[t].get());
+    const bool serves_all = std::all_of(routes.begin(), routes.end(), [&](int route) {
+      return route == -1 || route == static_cast<int>(t);
+    });
+    if (board != nullptr && serves_all) comm->board_allreduce_ = std::make_unique<BoardAllReduce>(board);
+  }
+  std::unique_ptr<TransportMux> mux;
+  CHORUS_RETURN_IF_ERROR(TransportMux::Create(std::move(transports), routes, rank, nranks, &mux));
+  if (CurrentLogLevel() >= LogLevel::kInfo) {
+    std::string routes_text;
+    for (int r = 0; r < nranks; ++r) {
+      if (r != rank) routes_text += StrCat(routes_text.empty() ? "" : ", ", r, ":", mux->TransportNameFor(r));
+    }
+    CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " connected (", routes_text.empty() ? "alone" : routes_text,
+                "; CHORUS_TRANSPORT=", options.transport_selection, ", chunk ", options.chunk_bytes, " B)");
   }
   comm->transport_ = std::move(mux);
   comm->cores_shared_ = comm->transport_->capabilities().shares_cores;
+  if (comm->transport_->capabilities().needs_memory_registration) {
+    comm->registrations_ = std::make_unique<RegistrationCache>(comm->transport_.get());
+  }
   if (options.use_tuner) CHORUS_RETURN_IF_ERROR(comm->Calibrate().WithContext(StrCat("rank ", rank, ": tuning")));
   *out = std::move(comm);
   return Status::Ok();
@@ -252,6 +284,48 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
   executor_options.context = &executor_context_;
   return ExecuteSchedules(transport_.get(), rank_, launch.bound, executor_options, aborted_,
                           Deadline::AfterMs(options_.timeout_ms));
+}
+
+namespace {
+// Bytes of `buffer` that `schedule`'s steps touch (from offset 0).
+size_t ExtentOf(const Schedule& schedule, BufferId buffer) {
+  size_t extent = 0;
+  for (const Step& step : schedule.steps) {
+    for (const BufferRange* range : {&step.src, &step.src2, &step.dst}) {
+      if (range->buffer == buffer && step.bytes > 0) extent = std::max(extent, range->offset + step.bytes);
+    }
+  }
+  return extent;
+}
+}  // namespace
+
+Status Communicator::RegisterBuffers(const std::vector<BoundSchedule>& bound) {
+  leases_.clear();
+  bound_memory_.assign(bound.size(), BoundMemory());
+  for (size_t i = 0; i < bound.size(); ++i) {
+    const BoundSchedule& b = bound[i];
+    BoundMemory& memory = bound_memory_[i];
+    for (auto [buffer, base, handle] : {std::make_tuple(BufferId::kSend, b.send, &memory.send),
+                                        std::make_tuple(BufferId::kRecv, b.recv, &memory.recv),
+                                        std::make_tuple(BufferId::kScratch, b.scratch, &memory.scratch)}) {
+      const size_t bytes = base != nullptr ? ExtentOf(*b.schedule, buffer) : 0;
+      if (bytes == 0) continue;
+      RegistrationCache::Lease lease;
+      Status status = registrations_->Acquire(base, bytes, MemoryKind::kHost, &lease);
+      if (!status.ok()) {
+        ReleaseBuffers();
+        return status.WithContext(StrCat("rank ", rank_, ": registering ", bytes, " bytes"));
+      }
+      *handle = lease.handle();
+      leases_.push_back(lease);
+    }
+  }
+  return Status::Ok();
+}
+
+void Communicator::ReleaseBuffers() {
+  for (RegistrationCache::Lease& lease : leases_) registrations_->Release(&lease);
+  leases_.clear();
 }
 
 void Communicator::LaunchState::Clear() {
@@ -404,8 +478,14 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
     executor_options.waiting = &waiting_;
-    CHORUS_RETURN_IF_ERROR(ExecuteSchedules(transport_.get(), rank_, bound, executor_options, aborted_,
-                                            Deadline::AfterMs(options_.timeout_ms)));
+    if (registrations_ != nullptr) {
+      CHORUS_RETURN_IF_ERROR(RegisterBuffers(bound));
+      executor_options.memory = &bound_memory_;
+    }
+    Status executed = ExecuteSchedules(transport_.get(), rank_, bound, executor_options, aborted_,
+                                       Deadline::AfterMs(options_.timeout_ms));
+    if (registrations_ != nullptr) ReleaseBuffers();
+    CHORUS_RETURN_IF_ERROR(executed);
   }
 
   // Avg = Sum / nranks on the ranks that hold a result.

@@ -24,19 +24,23 @@
 #include "core/tuner.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
+#include "transports/transport_registry.h"
+#include "core/registration_cache.h"
 
 namespace chorus {
 
 struct CommOptions {
   int timeout_ms = 300000;
-  int nsocks = 2;
   size_t chunk_bytes = 512 * 1024;
   std::string algo_spec;
   std::string socket_ifname;
-  bool use_shm = true;  // CHORUS_TRANSPORT=auto: shared memory between ranks of one host
-  size_t shm_ring_bytes = 0;  // CHORUS_SHM_RING_BYTES; 0 = automatic
-  int socket_rcvbuf = 0;  // CHORUS_SOCKET_RCVBUF; 0 = kernel autotuning
-  int socket_sndbuf = 0;  // CHORUS_SOCKET_SNDBUF; 0 = kernel autotuning
+  // CHORUS_TRANSPORT: "auto", a name, or an ordered list (TransportRegistry::
+  // ParseSelection), and the transports' own variables.
+  std::string transport_selection = "auto";
+  TransportVars transport_vars;
+  // Where transports are looked up; null: BuiltinTransports(). Tests give
+  // their own table to add a transport without touching the library.
+  const TransportRegistry* transports = nullptr;
   bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
   std::string tune_file;  // CHORUS_TUNE_FILE
   bool check_calls = false;  // CHORUS_CHECK=1: core/call_check.h
@@ -197,6 +201,14 @@ class Communicator {
   ExecutorContext executor_context_;
   // Tiny allreduces when every rank is on this host over shm; null otherwise.
   std::unique_ptr<BoardAllReduce> board_allreduce_;
+  // Registrations of launch buffers, only when a serving transport needs
+  // them (TransportCapabilities::needs_memory_registration); null for TCP
+  // and shared memory, which then cost nothing per launch.
+  std::unique_ptr<RegistrationCache> registrations_;
+  std::vector<RegistrationCache::Lease> leases_;  // held for one launch
+  std::vector<BoundMemory> bound_memory_;          // the launch's handles
+  Status RegisterBuffers(const std::vector<BoundSchedule>& bound);
+  void ReleaseBuffers();
   BoardDecisions board_decisions_;
   // CHORUS_CHECK; null when off.
   std::unique_ptr<CallChecker> checker_;

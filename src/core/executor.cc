@@ -21,6 +21,7 @@ bool IsNetworkStep(StepKind kind) {
 struct StepState {
   const Step* step = nullptr;
   const BoundSchedule* bound = nullptr;
+  const BoundMemory* memory = nullptr;  // null: no registrations
   size_t chunk = 0;       // bytes per chunk (last one may be shorter)
   size_t nchunks = 0;
   size_t next_chunk = 0;  // next chunk to start
@@ -82,6 +83,16 @@ struct PeerChannel {
   bool combines = false;
   bool needs_staging = false;
 };
+
+MemoryHandle MemoryOf(const BoundMemory* memory, const BufferRange& range) {
+  if (memory == nullptr) return MemoryHandle();
+  switch (range.buffer) {
+    case BufferId::kSend: return memory->send;
+    case BufferId::kRecv: return memory->recv;
+    case BufferId::kScratch: return memory->scratch;
+  }
+  return MemoryHandle();
+}
 
 uint8_t* Resolve(const BoundSchedule& bound, const BufferRange& range) {
   switch (range.buffer) {
@@ -207,7 +218,12 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
   for (const BoundSchedule& bound : schedules) total += bound.schedule->steps.size();
   s_.states.resize(total);
   size_t base = 0;
-  for (const BoundSchedule& bound : schedules) {
+  if (options_.memory != nullptr && options_.memory->size() != schedules.size()) {
+    return InternalError("executor: ", options_.memory->size(), " memory registrations for ", schedules.size(),
+                         " schedules");
+  }
+  for (size_t index = 0; index < schedules.size(); ++index) {
+    const BoundSchedule& bound = schedules[index];
     const Schedule& schedule = *bound.schedule;
     size_t element = std::max<size_t>(1, schedule.element_size);
     size_t chunk = std::max(element, options_.chunk_bytes / element * element);
@@ -217,6 +233,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       state.step = &step;
       has_paced_ |= step.paced;
       state.bound = &bound;
+      state.memory = options_.memory != nullptr ? &(*options_.memory)[index] : nullptr;
       state.chunk = chunk;
       // A zero-byte step still orders its dependants after its dependencies:
       // it becomes one empty local chunk, never sent.
@@ -385,10 +402,12 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
     slot.request.tag = state.bound->tag;
     if (sending) {
       slot.request.buffer = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
+      slot.request.memory = MemoryOf(state.memory, step.src);
       CHORUS_RETURN_IF_ERROR(channel.endpoint->PostSend(&slot.request));
     } else {
       uint8_t* dst = Resolve(*state.bound, step.dst) + state.ChunkBegin(c);
       slot.request.buffer = dst;
+      slot.request.memory = MemoryOf(state.memory, step.dst);
       if (step.kind == StepKind::kRecvReduce && channel.combines) {
         const Schedule& schedule = *state.bound->schedule;
         const uint8_t* src = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
@@ -397,6 +416,7 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
         slot.request.combine = &slot.combiner;
       } else if (step.kind == StepKind::kRecvReduce) {
         slot.request.buffer = slot.staging;
+        slot.request.memory = MemoryHandle();
       }
       CHORUS_RETURN_IF_ERROR(channel.endpoint->PostRecv(&slot.request));
     }

@@ -28,6 +28,15 @@ struct BoundSchedule {
   uint64_t tag = 0;
 };
 
+// Registrations covering a bound schedule's buffers (RegistrationCache),
+// passed in every request on them (TransferRequest::memory). Receive-reduce
+// staging slots carry none.
+struct BoundMemory {
+  MemoryHandle send;
+  MemoryHandle recv;
+  MemoryHandle scratch;
+};
+
 struct ExecutionState;  // executor.cc
 
 // The executor's per-launch working memory (step states, dependency and
@@ -63,6 +72,10 @@ struct ExecutorOptions {
   // When the launch fails (timeout, dead peer, abort): the peers it still
   // waited on, for the flight recorder; null: not wanted.
   WaitingPeers* waiting = nullptr;
+  // One per schedule, when the transport needs registered memory
+  // (TransportCapabilities::needs_memory_registration); null: requests
+  // carry null handles.
+  const std::vector<BoundMemory>* memory = nullptr;
 };
 
 // Runs `schedules` to completion as one unit. On an error, abort or timeout

@@ -23,25 +23,43 @@ bool GetField(const std::string& blob, size_t* pos, std::string* field) {
   return true;
 }
 
-constexpr char kMagic[] = "CHPI1";
+constexpr char kMagic[] = "CHPI2";
 
 }  // namespace
 
 std::string PeerInfo::Encode() const {
   std::string out(kMagic);
   PutField(&out, host);
-  PutField(&out, tcp_address);
-  PutField(&out, shm_address);
+  const uint32_t count = static_cast<uint32_t>(addresses.size());
+  out.append(reinterpret_cast<const char*>(&count), sizeof(count));
+  for (const PublishedAddress& published : addresses) {
+    PutField(&out, published.transport);
+    PutField(&out, published.address);
+  }
   return out;
 }
 
 Status PeerInfo::Decode(const std::string& blob, PeerInfo* out) {
+  const Status malformed =
+      InternalError("malformed peer information at the rendezvous (a rank of another Chorus version?)");
   size_t pos = sizeof(kMagic) - 1;
   PeerInfo info;
-  if (blob.compare(0, pos, kMagic) != 0 || !GetField(blob, &pos, &info.host) ||
-      !GetField(blob, &pos, &info.tcp_address) || !GetField(blob, &pos, &info.shm_address) || pos != blob.size()) {
-    return InternalError("malformed peer information at the rendezvous (a rank of another Chorus version?)");
+  uint32_t count = 0;
+  if (blob.compare(0, pos, kMagic) != 0 || !GetField(blob, &pos, &info.host) || blob.size() - pos < sizeof(count)) {
+    return malformed;
   }
+  std::memcpy(&count, blob.data() + pos, sizeof(count));
+  pos += sizeof(count);
+  if (count > kMaxPublishedAddresses) return malformed;
+  for (uint32_t i = 0; i < count; ++i) {
+    PublishedAddress published;
+    if (!GetField(blob, &pos, &published.transport) || !GetField(blob, &pos, &published.address) ||
+        published.transport.empty()) {
+      return malformed;
+    }
+    info.addresses.push_back(std::move(published));
+  }
+  if (pos != blob.size()) return malformed;
   *out = std::move(info);
   return Status::Ok();
 }

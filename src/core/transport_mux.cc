@@ -1,33 +1,61 @@
 #include "core/transport_mux.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace chorus {
 
 Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, int rank, int nranks,
                             std::unique_ptr<TransportMux>* out) {
+  std::vector<int> routes(nranks, -1);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t t = 0; t < transports.size() && routes[peer] < 0; ++t) {
+      if (transports[t]->endpoint(peer) != nullptr) routes[peer] = static_cast<int>(t);
+    }
+    if (routes[peer] < 0) return InternalError("rank ", rank, ": no transport reaches peer ", peer);
+  }
+  return Create(std::move(transports), routes, rank, nranks, out);
+}
+
+Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, const std::vector<int>& routes,
+                            int rank, int nranks, std::unique_ptr<TransportMux>* out) {
   auto mux = std::unique_ptr<TransportMux>(new TransportMux());
   mux->transports_ = std::move(transports);
   mux->routes_.assign(nranks, nullptr);
   mux->route_names_.assign(nranks, "none");
   for (int peer = 0; peer < nranks; ++peer) {
     if (peer == rank) continue;
-    for (auto& transport : mux->transports_) {
-      Endpoint* endpoint = transport->endpoint(peer);
-      if (endpoint == nullptr) continue;
-      mux->routes_[peer] = endpoint;
-      mux->route_names_[peer] = transport->name();
-      if (std::find(mux->active_.begin(), mux->active_.end(), transport.get()) == mux->active_.end()) {
-        mux->active_.push_back(transport.get());
-      }
-      break;
+    const int route = peer < static_cast<int>(routes.size()) ? routes[peer] : -1;
+    if (route < 0 || route >= static_cast<int>(mux->transports_.size())) {
+      return InternalError("rank ", rank, ": no transport reaches peer ", peer);
     }
-    if (mux->routes_[peer] == nullptr) return InternalError("rank ", rank, ": no transport reaches peer ", peer);
+    Transport* transport = mux->transports_[route].get();
+    Endpoint* endpoint = transport->endpoint(peer);
+    if (endpoint == nullptr) {
+      return InternalError("rank ", rank, ": the ", transport->name(), " transport chosen for peer ", peer,
+                           " has no endpoint to it");
+    }
+    mux->routes_[peer] = endpoint;
+    mux->route_names_[peer] = transport->name();
+    if (std::find(mux->active_.begin(), mux->active_.end(), transport) == mux->active_.end()) {
+      mux->active_.push_back(transport);
+    }
   }
+  // Poll order: the transports' order (the caller's preference first).
+  std::vector<Transport*> ordered;
+  for (auto& transport : mux->transports_) {
+    if (std::find(mux->active_.begin(), mux->active_.end(), transport.get()) != mux->active_.end()) {
+      ordered.push_back(transport.get());
+    }
+  }
+  mux->active_ = std::move(ordered);
   mux->capabilities_.combine_on_receive = !mux->active_.empty();
   for (Transport* transport : mux->active_) {
-    mux->capabilities_.combine_on_receive &= transport->capabilities().combine_on_receive;
-    mux->capabilities_.shares_cores |= transport->capabilities().shares_cores;
+    const TransportCapabilities capabilities = transport->capabilities();
+    mux->capabilities_.combine_on_receive &= capabilities.combine_on_receive;
+    mux->capabilities_.shares_cores |= capabilities.shares_cores;
+    mux->capabilities_.needs_memory_registration |= capabilities.needs_memory_registration;
   }
   *out = std::move(mux);
   return Status::Ok();
@@ -60,6 +88,30 @@ void TransportMux::Wakeup() {
 
 void TransportMux::Shutdown() {
   for (auto& transport : transports_) transport->Shutdown();
+}
+
+Status TransportMux::RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) {
+  *handle = MemoryHandle();
+  if (!capabilities_.needs_memory_registration) return Status::Ok();
+  auto set = std::make_unique<MemoryHandleSet>();
+  for (Transport* transport : active_) {
+    if (!transport->capabilities().needs_memory_registration) continue;
+    MemoryHandle one;
+    Status status = transport->RegisterMemory(ptr, bytes, kind, &one);
+    if (!status.ok()) {
+      for (auto& [done, registered] : set->handles) const_cast<Transport*>(done)->DeregisterMemory(registered);
+      return status;
+    }
+    set->handles.emplace_back(transport, one);
+  }
+  handle->set = set.release();
+  return Status::Ok();
+}
+
+void TransportMux::DeregisterMemory(MemoryHandle handle) {
+  if (handle.set == nullptr) return;
+  for (auto& [transport, registered] : handle.set->handles) const_cast<Transport*>(transport)->DeregisterMemory(registered);
+  delete handle.set;
 }
 
 const char* TransportMux::TransportNameFor(int peer) const {

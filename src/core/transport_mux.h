@@ -1,7 +1,7 @@
 // TransportMux: one Transport facade over several, routing each peer to the
-// best transport that reaches it (shared memory for peers on this host, TCP
-// for the rest). The executor sees a single transport and never chooses by
-// name.
+// transport chosen for it (by the registry: the first of CHORUS_TRANSPORT's
+// order that reaches it, e.g. shared memory for peers on this host, TCP for
+// the rest). The executor sees a single transport and never chooses by name.
 #pragma once
 
 #include <memory>
@@ -17,12 +17,17 @@ class TransportMux : public Transport {
   // Peer p goes to the first transport whose endpoint(p) is non-null.
   static Status Create(std::vector<std::unique_ptr<Transport>> transports, int rank, int nranks,
                        std::unique_ptr<TransportMux>* out);
+  // Peer p goes to transports[routes[p]] (routes[rank] is ignored), whose
+  // endpoint(p) must exist: the error names the peer and the transport.
+  static Status Create(std::vector<std::unique_ptr<Transport>> transports, const std::vector<int>& routes, int rank,
+                       int nranks, std::unique_ptr<TransportMux>* out);
 
   const char* name() const override { return "mux"; }
   // combine_on_receive when every peer's transport combines; the executor
   // asks each endpoint anyway, since endpoint(p) is the serving transport's.
   // shares_cores when any serving transport says so (the same-host ranks
-  // share cores, whatever reaches the other hosts).
+  // share cores, whatever reaches the other hosts), and
+  // needs_memory_registration when any serving transport needs it.
   TransportCapabilities capabilities() const override { return capabilities_; }
   std::string LocalAddress() const override;
   Status Connect(const std::vector<std::string>&, Deadline) override;
@@ -30,6 +35,10 @@ class TransportMux : public Transport {
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
   void Shutdown() override;
+  // Registers with every serving transport that needs it; the handle's
+  // `set` holds theirs (each finds its own with MemoryHandle::For).
+  Status RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) override;
+  void DeregisterMemory(MemoryHandle handle) override;
 
   // Name of the transport serving `peer` (for logs).
   const char* TransportNameFor(int peer) const;

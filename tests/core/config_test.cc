@@ -1,4 +1,5 @@
-// The CHORUS_* table, its parsers, and Settings::FromEnvironment.
+// The CHORUS_* table, its parsers, Settings::FromEnvironment and the
+// transports' own variables (captured through the registry).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "base/config.h"
+#include "transports/tcp/tcp_transport.h"
+#include "transports/transport_registry.h"
 
 namespace chorus {
 namespace {
@@ -165,7 +168,7 @@ TEST_F(EnvironmentTest, DefaultsWhenNothingIsSet) {
   Settings settings;
   ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
   EXPECT_EQ(settings.timeout_ms, 300000);
-  EXPECT_EQ(settings.nsocks, 2);
+  EXPECT_EQ(settings.transport, "auto");
   EXPECT_EQ(settings.chunk_bytes, 512u * 1024);
   EXPECT_EQ(settings.algo, "");
   EXPECT_EQ(settings.socket_ifname, "");
@@ -180,7 +183,11 @@ TEST_F(EnvironmentTest, HonoursTheVariables) {
   Settings settings;
   ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
   EXPECT_EQ(settings.timeout_ms, 1500);
-  EXPECT_EQ(settings.nsocks, 4);
+  TcpOptions tcp;
+  TransportVars vars;
+  ASSERT_TRUE(BuiltinTransports().CaptureVars(&vars).ok());
+  ASSERT_TRUE(ReadTcpOptions(vars, &tcp).ok());
+  EXPECT_EQ(tcp.nsocks, 4);
   EXPECT_EQ(settings.chunk_bytes, 1048576u);
   EXPECT_EQ(settings.algo, "allreduce:tree");
   EXPECT_EQ(settings.socket_ifname, "^lo");
@@ -193,7 +200,11 @@ TEST_F(EnvironmentTest, AcceptsTheLimits) {
   Settings settings;
   ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
   EXPECT_EQ(settings.timeout_ms, 2147483647);
-  EXPECT_EQ(settings.nsocks, 64);
+  TcpOptions tcp;
+  TransportVars vars;
+  ASSERT_TRUE(BuiltinTransports().CaptureVars(&vars).ok());
+  ASSERT_TRUE(ReadTcpOptions(vars, &tcp).ok());
+  EXPECT_EQ(tcp.nsocks, 64);
   EXPECT_EQ(settings.chunk_bytes, 64u);
 }
 
@@ -209,9 +220,12 @@ TEST_P(BadEnvironmentTest, IsInvalidArgumentNamingTheVariable) {
   Settings settings;
   settings.timeout_ms = -3;  // untouched on failure
   Status status = Settings::FromEnvironment(&settings);
+  // A transport's own variables are checked when the registry captures them.
+  TransportVars vars;
+  if (status.ok()) status = BuiltinTransports().CaptureVars(&vars);
   EXPECT_EQ(status.code(), chorusInvalidArgument) << GetParam().name << "=" << GetParam().value;
   EXPECT_NE(status.message().find(GetParam().name), std::string::npos) << status.message();
-  EXPECT_EQ(settings.timeout_ms, -3);
+  if (std::strncmp(GetParam().name, "CHORUS_TIMEOUT_MS", 17) == 0) EXPECT_EQ(settings.timeout_ms, -3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Values, BadEnvironmentTest,
@@ -239,15 +253,19 @@ TEST_F(EnvironmentTest, CallChecksAreOffUnlessSetToOne) {
 }
 
 TEST_F(EnvironmentTest, ShmRingBytesIsAutomaticUnlessSet) {
-  Settings settings;
-  ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
-  EXPECT_EQ(settings.shm_ring_bytes, 0u);
+  TransportVars vars;
+  ASSERT_TRUE(BuiltinTransports().CaptureVars(&vars).ok());
+  size_t ring_bytes = 7;
+  ASSERT_TRUE(ParseShmRingBytes(vars.Get("CHORUS_SHM_RING_BYTES"), &ring_bytes).ok());
+  EXPECT_EQ(ring_bytes, 0u);
   for (const auto& [text, bytes] : std::vector<std::pair<const char*, size_t>>{
            {"auto", 0}, {"0", 0}, {"256K", 256u << 10}, {"262208", 262208}, {"4M", 4u << 20}, {"1G", 1u << 30}}) {
     Set("CHORUS_SHM_RING_BYTES", text);
-    settings.shm_ring_bytes = 7;
-    ASSERT_TRUE(Settings::FromEnvironment(&settings).ok()) << text;
-    EXPECT_EQ(settings.shm_ring_bytes, bytes) << text;
+    TransportVars captured;
+    ASSERT_TRUE(BuiltinTransports().CaptureVars(&captured).ok()) << text;
+    ring_bytes = 7;
+    ASSERT_TRUE(ParseShmRingBytes(captured.Get("CHORUS_SHM_RING_BYTES"), &ring_bytes).ok()) << text;
+    EXPECT_EQ(ring_bytes, bytes) << text;
   }
 }
 

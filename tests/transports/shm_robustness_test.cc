@@ -21,6 +21,7 @@
 #include "transports/shm/shm_names.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
+#include "transports/transport_registry.h"
 #include "transports/socket/socket.h"
 
 namespace chorus {
@@ -58,17 +59,18 @@ TEST(ShmRobustnessTest, SegmentLargerThanDevShmFailsWithAClearError) {
   uint8_t secret[16];
   NewSecret(secret);
   TransportOptions options = FreshOptions(0, 2, secret);
-  options.shm_ring_bytes = (total + 63) / 64 * 64;  // two rings: twice the file system
+  ShmTuning tuning;
+  tuning.ring_bytes = (total + 63) / 64 * 64;  // two rings: twice the file system
   std::unique_ptr<Transport> transport;
   const auto start = std::chrono::steady_clock::now();
-  Status status = CreateShmTransport(options, &transport);
+  Status status = CreateShmTransport(options, &transport, tuning);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(transport, nullptr);
   EXPECT_EQ(status.code(), chorusSystemError) << status.message();
   for (const std::string& part :
        {std::string("/dev/shm"), std::string("/chorus-shm-"), std::string("CHORUS_SHM_RING_BYTES"),
-        std::string("CHORUS_TRANSPORT=tcp"), StrCat(shm::SegmentBytes(2, options.shm_ring_bytes), " bytes")}) {
+        std::string("CHORUS_TRANSPORT=tcp"), StrCat(shm::SegmentBytes(2, tuning.ring_bytes), " bytes")}) {
     EXPECT_NE(status.message().find(part), std::string::npos) << "no '" << part << "' in: " << status.message();
   }
   EXPECT_TRUE(SegmentsOf(secret).empty());
@@ -91,9 +93,10 @@ TEST(ShmRobustnessTest, AbsurdSizeFailsWithoutSigbusOrLeftovers) {
   uint8_t secret[16];
   NewSecret(secret);
   TransportOptions options = FreshOptions(0, 1, secret);
-  options.shm_ring_bytes = size_t{1} << 40;  // 1 TiB
+  ShmTuning tuning;
+  tuning.ring_bytes = size_t{1} << 40;  // 1 TiB
   std::unique_ptr<Transport> transport;
-  Status status = CreateShmTransport(options, &transport);
+  Status status = CreateShmTransport(options, &transport, tuning);
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.message().find("CHORUS_SHM_RING_BYTES"), std::string::npos) << status.message();
   EXPECT_TRUE(SegmentsOf(secret).empty());
@@ -103,9 +106,11 @@ TEST(ShmRobustnessTest, ConfiguredRingSizeIsUsedAndAnnounced) {
   uint8_t secret[16];
   NewSecret(secret);
   TransportOptions options = FreshOptions(0, 2, secret);
-  options.shm_ring_bytes = 256 << 10;
+  // CHORUS_SHM_RING_BYTES reaches the transport through its descriptor.
+  TransportVars vars;
+  vars.Set("CHORUS_SHM_RING_BYTES", "256K");
   std::unique_ptr<Transport> transport;
-  ASSERT_TRUE(CreateShmTransport(options, &transport).ok());
+  ASSERT_TRUE(ShmTransportDescriptor().create(options, vars, &transport).ok());
   const std::string address = transport->LocalAddress();
   EXPECT_NE(address.find(StrCat(" ", 256 << 10, " ")), std::string::npos) << address;
   EXPECT_EQ(SegmentName(address).rfind(shm::SegmentPrefix(secret, 0, ::getpid()), 0), 0u) << address;
@@ -119,9 +124,10 @@ TEST(ShmRobustnessTest, ConfiguredRingSizeIsUsedAndAnnounced) {
 
 TEST(ShmRobustnessTest, RejectsARingTooSmallForTwoRecords) {
   TransportOptions options = Options(0, 2);
-  options.shm_ring_bytes = 4096;
+  ShmTuning tuning;
+  tuning.ring_bytes = 4096;
   std::unique_ptr<Transport> transport;
-  Status status = CreateShmTransport(options, &transport);
+  Status status = CreateShmTransport(options, &transport, tuning);
   EXPECT_EQ(status.code(), chorusInvalidArgument) << status.message();
 }
 

@@ -24,6 +24,7 @@
 #include "chorus/chorus.h"
 #include "transports/tcp/tcp_lane.h"
 #include "transports/tcp/tcp_transport.h"
+#include "transports/transport_registry.h"
 
 namespace chorus {
 namespace {
@@ -111,15 +112,15 @@ TEST(SocketBufferSettingsTest, AcceptsSizesUpToHalfIntMax) {
   for (const auto& [text, bytes] : std::vector<std::pair<const char*, int>>{
            {"0", 0}, {"1M", 1 << 20}, {"256k", 256 << 10}, {"65536", 65536}, {"1073741823", 1073741823}}) {
     ScopedEnv receive("CHORUS_SOCKET_RCVBUF", text);
-    Settings settings;
-    ASSERT_TRUE(Settings::FromEnvironment(&settings).ok()) << text;
-    EXPECT_EQ(settings.socket_rcvbuf, bytes) << text;
-    EXPECT_EQ(settings.socket_sndbuf, 0) << text;
+    TcpOptions options;
+    ASSERT_TRUE(ReadTcpOptions(TransportVars(), &options).ok()) << text;
+    EXPECT_EQ(options.socket_rcvbuf, bytes) << text;
+    EXPECT_EQ(options.socket_sndbuf, 0) << text;
   }
   ScopedEnv unset("CHORUS_SOCKET_RCVBUF", nullptr);
-  Settings settings;
-  ASSERT_TRUE(Settings::FromEnvironment(&settings).ok());
-  EXPECT_EQ(settings.socket_rcvbuf, 0);
+  TcpOptions options;
+  ASSERT_TRUE(ReadTcpOptions(TransportVars(), &options).ok());
+  EXPECT_EQ(options.socket_rcvbuf, 0);
 }
 
 TEST(SocketBufferSettingsTest, BadValuesFailCommunicatorCreationNamingTheKey) {
@@ -222,7 +223,7 @@ std::vector<std::unique_ptr<Transport>> ConnectedPair(int rcvbuf, int sndbuf) {
   std::vector<std::unique_ptr<Transport>> transports(2);
   std::vector<std::string> addresses;
   for (int rank = 0; rank < 2; ++rank) {
-    TransportOptions options;
+    TcpOptions options;
     options.rank = rank;
     options.nranks = 2;
     options.nsocks = 2;
@@ -297,7 +298,7 @@ TEST(TcpTransportBuffersTest, EveryLaneOnBothSidesHasTheSetSizes) {
 
 TEST(TcpTransportBuffersTest, RejectsSizesOutOfRange) {
   for (const auto& [rcvbuf, sndbuf] : std::vector<std::pair<int, int>>{{-1, 0}, {0, -5}, {kMaxSocketBufferBytes + 1, 0}}) {
-    TransportOptions options;
+    TcpOptions options;
     options.ifname = "lo";
     options.socket_rcvbuf = rcvbuf;
     options.socket_sndbuf = sndbuf;

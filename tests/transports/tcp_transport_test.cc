@@ -17,8 +17,8 @@ namespace {
 
 constexpr int kTestTimeoutMs = 20000;
 
-TransportOptions Options(int rank, int nranks, int nsocks) {
-  TransportOptions options;
+TcpOptions Options(int rank, int nranks, int nsocks) {
+  TcpOptions options;
   options.rank = rank;
   options.nranks = nranks;
   options.nsocks = nsocks;
@@ -243,7 +243,7 @@ TEST(TcpTransportTest, IdlePeerExitIsNotAnErrorUntilSomethingIsPosted) {
 }
 
 TEST(TcpTransportTest, ConnectDeadlineGivesTimeout) {
-  TransportOptions options = Options(0, 2, 2);
+  TcpOptions options = Options(0, 2, 2);
   std::unique_ptr<Transport> lonely;
   ASSERT_TRUE(CreateTcpTransport(options, &lonely).ok());
   std::unique_ptr<Transport> silent;  // rank 1 exists but never connects
@@ -329,7 +329,7 @@ TEST(TcpTransportTest, RejectsBadArguments) {
   std::unique_ptr<Transport> transport;
   EXPECT_EQ(CreateTcpTransport(Options(2, 2, 1), &transport).code(), chorusInvalidArgument);
   EXPECT_EQ(CreateTcpTransport(Options(0, 2, 0), &transport).code(), chorusInvalidArgument);
-  TransportOptions bad_interface = Options(0, 1, 1);
+  TcpOptions bad_interface = Options(0, 1, 1);
   bad_interface.ifname = "=no-such-interface";
   EXPECT_EQ(CreateTcpTransport(bad_interface, &transport).code(), chorusInvalidArgument);
   ASSERT_TRUE(CreateTcpTransport(Options(0, 2, 1), &transport).ok());

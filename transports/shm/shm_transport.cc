@@ -38,7 +38,6 @@ constexpr auto kSameProcessPullDrainLimit = std::chrono::seconds(60);
 Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport,
                           const ShmTuning& requested) {
   ShmTuning tuning = requested;
-  if (tuning.ring_bytes == 0) tuning.ring_bytes = options.shm_ring_bytes;
   if (tuning.ring_bytes == 0) tuning.ring_bytes = shm::AutoRingBytes(options.nranks);
   if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
     return InvalidArgument("shm transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");

@@ -62,8 +62,8 @@ struct ShmTuning {
   // VM (the kernel copy pins pages; two user-space copies on two cores, or
   // one copy and a combine from the ring, are cheaper; docs/performance.md).
   bool pull_from_processes = false;
-  // Per sender; multiple of 64, >= 2 records. 0: TransportOptions::
-  // shm_ring_bytes, and when that is 0 too, shm::AutoRingBytes(nranks).
+  // Per sender; multiple of 64, >= 2 records. 0: shm::AutoRingBytes(nranks).
+  // The registry sets it from CHORUS_SHM_RING_BYTES.
   size_t ring_bytes = 0;
   // Messages this large are pulled single-copy when the receiver can.
   size_t single_copy_min_bytes = shm::kSingleCopyThreshold;
@@ -77,6 +77,10 @@ struct ShmTuning {
   // message exactly there, the window a peer's wake-up can race with).
   std::function<void()> before_last_look;
 };
+
+struct TransportDescriptor;
+// The registry's entry for shared memory (transports/registry.cc).
+TransportDescriptor ShmTransportDescriptor();
 
 // Creates this rank's segment; LocalAddress() names it.
 Status CreateShmTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport,

@@ -13,7 +13,7 @@ constexpr int kAcceptSliceMs = 100;
 
 Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
 
-Status ConnectLanes(const TransportOptions& options, int peer, const std::string& address, Deadline deadline,
+Status ConnectLanes(const TcpOptions& options, int peer, const std::string& address, Deadline deadline,
                     std::vector<Socket>* lanes) {
   SocketAddress target;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target).WithContext(TcpPeerLabel(peer, address)));
@@ -32,10 +32,12 @@ Status ConnectLanes(const TransportOptions& options, int peer, const std::string
   return Status::Ok();
 }
 
-std::string MissingLanes(const std::vector<std::vector<Socket>>& lanes, int from_rank) {
+std::string MissingLanes(const std::vector<std::vector<Socket>>& lanes, const std::vector<std::string>& addresses,
+                         int from_rank) {
   std::string missing;
   int listed = 0;
   for (size_t peer = static_cast<size_t>(from_rank); peer < lanes.size(); ++peer) {
+    if (addresses[peer].empty()) continue;
     for (size_t lane = 0; lane < lanes[peer].size(); ++lane) {
       if (lanes[peer][lane].valid()) continue;
       if (++listed > 8) return missing + ", ...";
@@ -47,9 +49,13 @@ std::string MissingLanes(const std::vector<std::vector<Socket>>& lanes, int from
 
 // Lanes authenticate concurrently (HandshakeAcceptor): a stranger that
 // stays silent or trickles junk delays no peer's lane.
-Status AcceptLanes(const TransportOptions& options, const Socket& listener, Deadline deadline,
+Status AcceptLanes(const TcpOptions& options, const Socket& listener, const std::vector<std::string>& addresses,
+                   Deadline deadline,
                    const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes) {
-  int expected = (options.nranks - 1 - options.rank) * options.nsocks;
+  int expected = 0;
+  for (int peer = options.rank + 1; peer < options.nranks; ++peer) {
+    if (!addresses[peer].empty()) expected += options.nsocks;
+  }
   AcceptorOptions acceptor_options;
   acceptor_options.purpose = ConnectionPurpose::kTcpLane;
   acceptor_options.where = StrCat("TCP transport rank ", options.rank);
@@ -61,7 +67,7 @@ Status AcceptLanes(const TransportOptions& options, const Socket& listener, Dead
     if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
     if (deadline.Expired()) {
       return TimeoutError("TCP transport: rank ", options.rank, " timed out waiting for connections from ",
-                          MissingLanes(*lanes, options.rank + 1));
+                          MissingLanes(*lanes, addresses, options.rank + 1));
     }
     admitted.clear();
     Status accepted = acceptor.Admit(Sooner(deadline, Deadline::AfterMs(kAcceptSliceMs)), &admitted);
@@ -71,7 +77,8 @@ Status AcceptLanes(const TransportOptions& options, const Socket& listener, Dead
     for (AdmittedConnection& connection : admitted) {
       const Hello& hello = connection.hello;
       if (hello.rank <= options.rank || hello.rank >= options.nranks || hello.lane < 0 ||
-          hello.lane >= options.nsocks || (*lanes)[hello.rank][hello.lane].valid()) {
+          hello.lane >= options.nsocks || addresses[hello.rank].empty() ||
+          (*lanes)[hello.rank][hello.lane].valid()) {
         WarnDroppedConnection(acceptor_options.where,
                               InvalidUsage("unexpected connection claiming rank ", hello.rank, " lane ", hello.lane,
                                            " from ", connection.socket.peer_name()));
@@ -89,14 +96,14 @@ Status AcceptLanes(const TransportOptions& options, const Socket& listener, Dead
 
 std::string TcpPeerLabel(int peer, const std::string& address) { return StrCat("peer ", peer, " (", address, ")"); }
 
-SocketBuffers TcpLaneBuffers(const TransportOptions& options) {
+SocketBuffers TcpLaneBuffers(const TcpOptions& options) {
   SocketBuffers buffers;
   buffers.receive_bytes = options.socket_rcvbuf;
   buffers.send_bytes = options.socket_sndbuf;
   return buffers;
 }
 
-Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
+Status EstablishTcpMesh(const TcpOptions& options, const Socket& listener,
                         const std::vector<std::string>& addresses, Deadline deadline,
                         const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes) {
   lanes->clear();
@@ -104,9 +111,10 @@ Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
   for (auto& peer_lanes : *lanes) peer_lanes.resize(options.nsocks);
   for (int peer = 0; peer < options.rank; ++peer) {
     if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
+    if (addresses[peer].empty()) continue;
     CHORUS_RETURN_IF_ERROR(ConnectLanes(options, peer, addresses[peer], deadline, &(*lanes)[peer]));
   }
-  return AcceptLanes(options, listener, deadline, cancelled, lanes);
+  return AcceptLanes(options, listener, addresses, deadline, cancelled, lanes);
 }
 
 }  // namespace chorus

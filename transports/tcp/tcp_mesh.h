@@ -11,14 +11,15 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "transports/socket/socket.h"
-#include "transports/transport.h"
+#include "transports/tcp/tcp_transport.h"
 
 namespace chorus {
 
-// Fills (*lanes)[peer][lane] for every peer != options.rank. Connections
+// Fills (*lanes)[peer][lane] for every peer != options.rank whose address
+// is not empty (peers without one are served by another transport). Connections
 // that fail authentication are dropped with a warning and do not count.
 // Returns early with chorusInvalidUsage once `*cancelled` becomes true.
-Status EstablishTcpMesh(const TransportOptions& options, const Socket& listener,
+Status EstablishTcpMesh(const TcpOptions& options, const Socket& listener,
                         const std::vector<std::string>& addresses, Deadline deadline,
                         const std::atomic<bool>& cancelled, std::vector<std::vector<Socket>>* lanes);
 
@@ -29,6 +30,6 @@ std::string TcpPeerLabel(int peer, const std::string& address);
 // connecting sockets before connect() and on the listener before listen(),
 // whose accepted sockets inherit them, so the window scale negotiated in the
 // handshake fits them on both sides.
-SocketBuffers TcpLaneBuffers(const TransportOptions& options);
+SocketBuffers TcpLaneBuffers(const TcpOptions& options);
 
 }  // namespace chorus

@@ -34,7 +34,7 @@ struct TcpTransport::Peer {
   uint64_t recvs_posted = 0;  // picks the lane of the next receive
 };
 
-Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport) {
+Status CreateTcpTransport(const TcpOptions& options, std::unique_ptr<Transport>* transport) {
   if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
     return InvalidArgument("TCP transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");
   }
@@ -53,7 +53,7 @@ Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Trans
   return Status::Ok();
 }
 
-TcpTransport::TcpTransport(const TransportOptions& options) : options_(options) {}
+TcpTransport::TcpTransport(const TcpOptions& options) : options_(options) {}
 
 TcpTransport::~TcpTransport() = default;
 
@@ -91,7 +91,7 @@ Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline
   if (shut_down_.load()) return InvalidUsage("TCP transport shut down while connecting");
   peers_.resize(options_.nranks);
   for (int rank = 0; rank < options_.nranks; ++rank) {
-    if (rank == options_.rank) continue;
+    if (rank == options_.rank || addresses[rank].empty()) continue;
     auto peer = std::make_unique<Peer>(this, rank);
     for (Socket& socket : sockets[rank]) {
       // A fixed receive buffer bounds the lane's wake-up batches.

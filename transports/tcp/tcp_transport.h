@@ -20,8 +20,23 @@
 
 namespace chorus {
 
+// The TCP transport's own options (CHORUS_NSOCKS, CHORUS_SOCKET_RCVBUF/SNDBUF;
+// ReadTcpOptions in tcp_options.h) beside what every transport gets.
+struct TcpOptions : TransportOptions {
+  int nsocks = 2;         // sockets (lanes) per peer
+  int socket_rcvbuf = 0;  // SO_RCVBUF of every lane; 0 = kernel autotuning
+  int socket_sndbuf = 0;  // SO_SNDBUF of every lane; 0 = kernel autotuning
+};
+
+class TransportVars;
+struct TransportDescriptor;
+// CHORUS_NSOCKS and CHORUS_SOCKET_RCVBUF/SNDBUF from `vars` (tcp_descriptor.cc).
+Status ReadTcpOptions(const TransportVars& vars, TcpOptions* options);
+// The registry's entry for TCP (transports/registry.cc).
+TransportDescriptor TcpTransportDescriptor();
+
 // Listens on the interface chosen by options.ifname (ephemeral port).
-Status CreateTcpTransport(const TransportOptions& options, std::unique_ptr<Transport>* transport);
+Status CreateTcpTransport(const TcpOptions& options, std::unique_ptr<Transport>* transport);
 
 class TcpTransport : public Transport {
  public:
@@ -30,6 +45,7 @@ class TcpTransport : public Transport {
   const char* name() const override { return "tcp"; }
   TransportCapabilities capabilities() const override { return {}; }
   std::string LocalAddress() const override { return local_address_; }
+  // addresses[i] empty: rank i is served by another transport (no lanes).
   Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override;
   Endpoint* endpoint(int peer) override;
   Status Progress(int timeout_ms) override;
@@ -42,11 +58,11 @@ class TcpTransport : public Transport {
   std::vector<SocketBuffers> LaneBufferSizes() const;
 
  private:
-  friend Status CreateTcpTransport(const TransportOptions&, std::unique_ptr<Transport>*);
+  friend Status CreateTcpTransport(const TcpOptions&, std::unique_ptr<Transport>*);
   class TcpEndpoint;
   struct Peer;
 
-  explicit TcpTransport(const TransportOptions& options);
+  explicit TcpTransport(const TcpOptions& options);
   Status Listen();
   Status Post(int peer, TransferRequest* request, bool is_send);
   Status ProgressLanes(bool* progressed);
@@ -54,7 +70,7 @@ class TcpTransport : public Transport {
   Status Fail(Status status);
   void LogLaneBuffers() const;
 
-  TransportOptions options_;
+  TcpOptions options_;
   Socket listener_;
   std::string local_address_;
   Socket epoll_;                              // not a socket, but the same close-on-destroy ownership

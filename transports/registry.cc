@@ -1,0 +1,24 @@
+// The built-in transports: adding one is its own folder plus one line here
+// (docs/architecture.md, "How to add a transport"). This is the only file
+// outside a transport's folder that includes its header.
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
+#include "transports/transport_registry.h"
+
+namespace chorus {
+
+const TransportRegistry& BuiltinTransports() {
+  // Built once and never changed: a constant table, not mutable state.
+  static const TransportRegistry kBuiltin({
+      ShmTransportDescriptor(),
+      TcpTransportDescriptor(),
+  });
+  return kBuiltin;
+}
+
+shm::ShmBoard* SharedMemoryBoardOf(Transport* transport) {
+  auto* shm = dynamic_cast<ShmTransport*>(transport);
+  return shm != nullptr ? shm->board() : nullptr;
+}
+
+}  // namespace chorus
