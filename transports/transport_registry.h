@@ -64,11 +64,15 @@ struct TransportDescriptor {
   // clear message before anything is created). May be null.
   Status (*check)(const TransportVars& vars);
   // Creates this rank's transport (listener or segment), not yet connected.
-  Status (*create)(const TransportOptions& options, const TransportVars& vars, std::unique_ptr<Transport>* out);
+  Status (*create)(const TransportDescriptor& descriptor, const TransportOptions& options, const TransportVars& vars,
+                   std::unique_ptr<Transport>* out);
   // Whether `self` can talk to `peer` with it; must be symmetric, since both
   // ranks decide alone. Null: both published an address for it and, for a
   // same_host_only transport, their host identities are equal.
   bool (*reaches)(const TransportDescriptor& descriptor, const PeerPublication& self, const PeerPublication& peer);
+  // Handed back to create and reaches through the descriptor (e.g. the
+  // fabric of a test transport); the built-in ones need none.
+  void* context;
 };
 
 // Default reachability (TransportDescriptor::reaches == null).

@@ -113,7 +113,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   mine.host = HostIdentity();
   for (const TransportDescriptor* descriptor : order) {
     std::unique_ptr<Transport> transport;
-    Status status = descriptor->create(transport_options, options.transport_vars, &transport);
+    Status status = descriptor->create(*descriptor, transport_options, options.transport_vars, &transport);
     if (!status.ok()) {
       if (order.size() == 1) {
         return status.WithContext(StrCat("rank ", rank, ": creating the ", descriptor->name, " transport"));

@@ -110,7 +110,7 @@ TEST(ShmRobustnessTest, ConfiguredRingSizeIsUsedAndAnnounced) {
   TransportVars vars;
   vars.Set("CHORUS_SHM_RING_BYTES", "256K");
   std::unique_ptr<Transport> transport;
-  ASSERT_TRUE(ShmTransportDescriptor().create(options, vars, &transport).ok());
+  ASSERT_TRUE(ShmTransportDescriptor().create(ShmTransportDescriptor(), options, vars, &transport).ok());
   const std::string address = transport->LocalAddress();
   EXPECT_NE(address.find(StrCat(" ", 256 << 10, " ")), std::string::npos) << address;
   EXPECT_EQ(SegmentName(address).rfind(shm::SegmentPrefix(secret, 0, ::getpid()), 0), 0u) << address;

@@ -13,7 +13,7 @@ Status CheckShmVars(const TransportVars& vars) {
   return ParseShmRingBytes(vars.Get("CHORUS_SHM_RING_BYTES"), &ring_bytes);
 }
 
-Status CreateShm(const TransportOptions& options, const TransportVars& vars, std::unique_ptr<Transport>* out) {
+Status CreateShm(const TransportDescriptor&, const TransportOptions& options, const TransportVars& vars, std::unique_ptr<Transport>* out) {
   ShmTuning tuning;
   CHORUS_RETURN_IF_ERROR(ParseShmRingBytes(vars.Get("CHORUS_SHM_RING_BYTES"), &tuning.ring_bytes));
   return CreateShmTransport(options, out, tuning);

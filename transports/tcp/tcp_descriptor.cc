@@ -13,7 +13,7 @@ Status CheckTcpVars(const TransportVars& vars) {
   return ReadTcpOptions(vars, &options);
 }
 
-Status CreateTcp(const TransportOptions& common, const TransportVars& vars, std::unique_ptr<Transport>* out) {
+Status CreateTcp(const TransportDescriptor&, const TransportOptions& common, const TransportVars& vars, std::unique_ptr<Transport>* out) {
   TcpOptions options;
   CHORUS_RETURN_IF_ERROR(ReadTcpOptions(vars, &options));
   static_cast<TransportOptions&>(options) = common;

@@ -1,0 +1,153 @@
+// The transport registry: lookup, CHORUS_TRANSPORT lists, the choice per
+// peer from published addresses and host identities, the check that every
+// pair of ranks is reachable, and the transports' own variables.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "transports/tcp/tcp_transport.h"
+#include "transports/transport_registry.h"
+
+namespace chorus {
+namespace {
+
+// A rank on `host` publishing an address for each of `transports`.
+PeerPublication Rank(const std::string& host, const std::vector<std::string>& transports) {
+  PeerPublication peer;
+  peer.host = host;
+  for (const std::string& name : transports) peer.addresses.push_back({name, name + "@" + host});
+  return peer;
+}
+
+std::vector<const TransportDescriptor*> Parse(const std::string& text) {
+  std::vector<const TransportDescriptor*> order;
+  Status status = BuiltinTransports().ParseSelection(text, &order);
+  EXPECT_TRUE(status.ok()) << text << ": " << status.message();
+  return order;
+}
+
+std::vector<std::string> Names(const std::vector<const TransportDescriptor*>& order) {
+  std::vector<std::string> names;
+  for (const TransportDescriptor* descriptor : order) names.push_back(descriptor->name);
+  return names;
+}
+
+TEST(TransportRegistryTest, FindsTheBuiltInTransports) {
+  const TransportRegistry& registry = BuiltinTransports();
+  ASSERT_NE(registry.Find("tcp"), nullptr);
+  ASSERT_NE(registry.Find("shm"), nullptr);
+  EXPECT_STREQ(registry.Find("tcp")->name, "tcp");
+  EXPECT_TRUE(registry.Find("shm")->capabilities.same_host_only);
+  EXPECT_FALSE(registry.Find("tcp")->capabilities.same_host_only);
+  EXPECT_EQ(registry.Find("ucx"), nullptr);
+  EXPECT_EQ(registry.Find(""), nullptr);
+  EXPECT_EQ(registry.KnownNames(), "shm, tcp");
+}
+
+TEST(TransportRegistryTest, AutoOrdersByPreference) {
+  EXPECT_EQ(Names(Parse("auto")), (std::vector<std::string>{"shm", "tcp"}));
+}
+
+TEST(TransportRegistryTest, ListsKeepTheirOrder) {
+  EXPECT_EQ(Names(Parse("shm,tcp")), (std::vector<std::string>{"shm", "tcp"}));
+  EXPECT_EQ(Names(Parse("tcp,shm")), (std::vector<std::string>{"tcp", "shm"}));
+  EXPECT_EQ(Names(Parse("tcp")), (std::vector<std::string>{"tcp"}));
+  EXPECT_EQ(Names(Parse("shm")), (std::vector<std::string>{"shm"}));
+}
+
+TEST(TransportRegistryTest, BadSelectionsNameTheKnownTransports) {
+  for (const char* text : {"ucx", "tcp,ucx", "", "tcp,", ",tcp", "tcp,tcp", "auto,tcp", "TCP", "tcp shm"}) {
+    std::vector<const TransportDescriptor*> order = {nullptr};
+    Status status = BuiltinTransports().ParseSelection(text, &order);
+    EXPECT_EQ(status.code(), chorusInvalidArgument) << text;
+    EXPECT_NE(status.message().find("CHORUS_TRANSPORT"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("known transports: shm, tcp"), std::string::npos) << status.message();
+    EXPECT_EQ(order.size(), 1u) << text;  // untouched on failure
+  }
+  std::vector<const TransportDescriptor*> order;
+  Status status = BuiltinTransports().ParseSelection("tcp,ucx", &order);
+  EXPECT_NE(status.message().find("unknown transport 'ucx'"), std::string::npos) << status.message();
+}
+
+TEST(TransportRegistryTest, AutoPicksSharedMemoryOnTheSameHostAndTcpElsewhere) {
+  // Ranks 0 and 1 on host A, rank 2 on host B, rank 3 on A without shm
+  // (its segment did not fit).
+  const std::vector<PeerPublication> peers = {Rank("A", {"shm", "tcp"}), Rank("A", {"shm", "tcp"}),
+                                              Rank("B", {"shm", "tcp"}), Rank("A", {"tcp"})};
+  const std::vector<const TransportDescriptor*> order = Parse("auto");
+  // Index into order: 0 = shm, 1 = tcp, -1 = self.
+  EXPECT_EQ(ChooseTransports(order, peers, 0), (std::vector<int>{-1, 0, 1, 1}));
+  EXPECT_EQ(ChooseTransports(order, peers, 1), (std::vector<int>{0, -1, 1, 1}));
+  EXPECT_EQ(ChooseTransports(order, peers, 2), (std::vector<int>{1, 1, -1, 1}));
+  EXPECT_EQ(ChooseTransports(order, peers, 3), (std::vector<int>{1, 1, 1, -1}));
+  EXPECT_TRUE(CheckEveryPairReachable(order, peers, "auto").ok());
+}
+
+TEST(TransportRegistryTest, AListTakesTheFirstThatReachesEachPeer) {
+  const std::vector<PeerPublication> peers = {Rank("A", {"tcp", "shm"}), Rank("A", {"tcp", "shm"}),
+                                              Rank("B", {"tcp", "shm"})};
+  // tcp first reaches everyone, so shm is never chosen.
+  EXPECT_EQ(ChooseTransports(Parse("tcp,shm"), peers, 0), (std::vector<int>{-1, 0, 0}));
+  EXPECT_EQ(ChooseTransports(Parse("shm,tcp"), peers, 0), (std::vector<int>{-1, 0, 1}));
+}
+
+TEST(TransportRegistryTest, OnlySharedMemoryFailsNamingTheUnreachablePair) {
+  const std::vector<PeerPublication> peers = {Rank("A", {"shm"}), Rank("A", {"shm"}), Rank("B", {"shm"}),
+                                              Rank("B", {"shm"})};
+  const std::vector<const TransportDescriptor*> order = Parse("shm");
+  EXPECT_EQ(ChooseTransports(order, peers, 0), (std::vector<int>{-1, 0, -1, -1}));
+  Status status = CheckEveryPairReachable(order, peers, "shm");
+  EXPECT_EQ(status.code(), chorusInvalidUsage);
+  EXPECT_NE(status.message().find("CHORUS_TRANSPORT=shm: no transport reaches rank 2 from rank 0"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("host 'B'"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("shm reaches only ranks on the same host"), std::string::npos)
+      << status.message();
+  // All on one host: fine.
+  const std::vector<PeerPublication> local = {Rank("A", {"shm"}), Rank("A", {"shm"}), Rank("A", {"shm"})};
+  EXPECT_TRUE(CheckEveryPairReachable(order, local, "shm").ok());
+}
+
+TEST(TransportRegistryTest, ARankWithoutAnyCommonTransportIsNamed) {
+  // Rank 1 could not create shm, and shm is all that was asked for.
+  const std::vector<PeerPublication> peers = {Rank("A", {"shm"}), Rank("A", {}), Rank("A", {"shm"})};
+  Status status = CheckEveryPairReachable(Parse("shm"), peers, "shm");
+  EXPECT_EQ(status.code(), chorusInvalidUsage);
+  EXPECT_NE(status.message().find("no transport reaches rank 1 from rank 0"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("offering none"), std::string::npos) << status.message();
+}
+
+TEST(TransportRegistryTest, ReachabilityIsSymmetricForTheBuiltIns) {
+  const std::vector<PeerPublication> peers = {Rank("A", {"shm", "tcp"}), Rank("B", {"shm", "tcp"}),
+                                              Rank("A", {"tcp"}), Rank("A", {"shm"})};
+  for (const TransportDescriptor& descriptor : BuiltinTransports().descriptors()) {
+    for (const PeerPublication& a : peers) {
+      for (const PeerPublication& b : peers) EXPECT_EQ(Reaches(descriptor, a, b), Reaches(descriptor, b, a));
+    }
+  }
+}
+
+TEST(TransportRegistryTest, VariablesAreCapturedAndOverridable) {
+  ::setenv("CHORUS_NSOCKS", "3", 1);
+  TransportVars vars;
+  ASSERT_TRUE(BuiltinTransports().CaptureVars(&vars).ok());
+  ::setenv("CHORUS_NSOCKS", "5", 1);  // later changes do not reach a captured set
+  TcpOptions options;
+  ASSERT_TRUE(ReadTcpOptions(vars, &options).ok());
+  EXPECT_EQ(options.nsocks, 3);
+  vars.Set("CHORUS_NSOCKS", "7");  // chorusConfig_t.nSocks
+  ASSERT_TRUE(ReadTcpOptions(vars, &options).ok());
+  EXPECT_EQ(options.nsocks, 7);
+  ::setenv("CHORUS_NSOCKS", "0", 1);
+  TransportVars bad;
+  Status status = BuiltinTransports().CaptureVars(&bad);
+  EXPECT_EQ(status.code(), chorusInvalidArgument);
+  EXPECT_NE(status.message().find("CHORUS_NSOCKS"), std::string::npos) << status.message();
+  ::unsetenv("CHORUS_NSOCKS");
+}
+
+}  // namespace
+}  // namespace chorus
