@@ -123,11 +123,19 @@ std::vector<int> ChooseTransports(const std::vector<const TransportDescriptor*>&
 
 namespace {
 
-// Ranks alike for reachability (same host, same transports published) are
-// checked once: a job of thousands of ranks has few such classes.
-std::string ReachClass(const PeerPublication& peer) {
+// Ranks alike for reachability are checked once: a job of thousands of
+// ranks has few such classes. The default rule depends on the host and the
+// transports published; a descriptor's own rule may read the address too.
+std::string ReachClass(const std::vector<const TransportDescriptor*>& order, const PeerPublication& peer) {
   std::string key = peer.host;
-  for (const PublishedAddress& published : peer.addresses) key += StrCat('\0', published.transport);
+  for (const PublishedAddress& published : peer.addresses) {
+    key += StrCat('\0', published.transport);
+    for (const TransportDescriptor* descriptor : order) {
+      if (descriptor->reaches != nullptr && published.transport == descriptor->name) {
+        key += StrCat('\0', published.address);
+      }
+    }
+  }
   return key;
 }
 
@@ -147,7 +155,7 @@ Status CheckEveryPairReachable(const std::vector<const TransportDescriptor*>& or
   std::vector<int> representative;  // first rank of each class
   std::vector<int> count;
   for (size_t rank = 0; rank < peers.size(); ++rank) {
-    const std::string key = ReachClass(peers[rank]);
+    const std::string key = ReachClass(order, peers[rank]);
     const size_t index = std::find(keys.begin(), keys.end(), key) - keys.begin();
     if (index == keys.size()) {
       keys.push_back(key);
@@ -164,7 +172,7 @@ Status CheckEveryPairReachable(const std::vector<const TransportDescriptor*>& or
         if (count[a] < 2) continue;
         // Another rank of the same class.
         for (size_t r = static_cast<size_t>(ra) + 1; r < peers.size(); ++r) {
-          if (ReachClass(peers[r]) == keys[a]) {
+          if (ReachClass(order, peers[r]) == keys[a]) {
             rb = static_cast<int>(r);
             break;
           }

@@ -162,6 +162,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   std::vector<int> routes(nranks, -1);
   for (int r = 0; r < nranks; ++r) {
     if (r == rank) continue;
+    if (choice[r] < 0) return InternalError("rank ", rank, ": no transport reaches rank ", r);
     routes[r] = static_cast<int>(std::find(kinds.begin(), kinds.end(), order[choice[r]]) - kinds.begin());
   }
   // The board: every rank has it or none, since it exists when all ranks
