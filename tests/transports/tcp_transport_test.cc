@@ -345,5 +345,45 @@ TEST(TcpTransportTest, SingleRankConnectsToNobody) {
   EXPECT_TRUE(transport->Progress(0).ok());
 }
 
+// Peers served by another transport get an empty address: no lanes to
+// them, no endpoint, and the rest of the mesh works (ranks 1 and 2 here).
+TEST(TcpTransportTest, PeersWithoutAnAddressGetNoLanes) {
+  constexpr int kRanks = 3;
+  std::vector<std::unique_ptr<Transport>> transports(kRanks);
+  std::vector<std::string> all;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_TRUE(CreateTcpTransport(Options(rank, kRanks, 2), &transports[rank]).ok());
+    all.push_back(transports[rank]->LocalAddress());
+  }
+  std::vector<Status> results(kRanks);
+  ForEachRank(kRanks, [&](int rank) {
+    std::vector<std::string> addresses = all;
+    if (rank == 1) addresses[2].clear();
+    if (rank == 2) addresses[1].clear();
+    results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
+  });
+  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(transports[1]->endpoint(2), nullptr);
+  EXPECT_EQ(transports[2]->endpoint(1), nullptr);
+  ASSERT_NE(transports[0]->endpoint(2), nullptr);
+  ASSERT_NE(transports[2]->endpoint(0), nullptr);
+  std::vector<uint8_t> sent(1000), received(1000, 0);
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = Pattern(0, 2, i);
+  TransferRequest send, receive;
+  send.buffer = sent.data();
+  send.bytes = receive.bytes = sent.size();
+  send.tag = receive.tag = 5;
+  receive.buffer = received.data();
+  ASSERT_TRUE(transports[0]->endpoint(2)->PostSend(&send).ok());
+  ASSERT_TRUE(transports[2]->endpoint(0)->PostRecv(&receive).ok());
+  ForEachRank(kRanks, [&](int rank) {
+    if (rank == 0) results[0] = WaitAll(transports[0].get(), {&send});
+    if (rank == 2) results[2] = WaitAll(transports[2].get(), {&receive});
+  });
+  ASSERT_TRUE(results[0].ok()) << results[0].message();
+  ASSERT_TRUE(results[2].ok()) << results[2].message();
+  EXPECT_EQ(received, sent);
+}
+
 }  // namespace
 }  // namespace chorus
