@@ -122,6 +122,14 @@ TEST(TransportPluginTest, ANamedTransportThatCannotReachAPeerFailsEveryRankNamin
   EXPECT_GT(both.messages_sent.load(), 0);
 }
 
+TEST(TransportPluginTest, TheBuiltInTransportsByEverySelection) {
+  // One host: shm alone, tcp alone, and both in either order.
+  for (const char* selection : {"auto", "shm", "tcp", "shm,tcp", "tcp,shm"}) {
+    SCOPED_TRACE(selection);
+    ExpectSums(RunAllReduce(3, BuiltinTransports(), selection));
+  }
+}
+
 TEST(TransportPluginTest, UnknownNamesFailNamingTheKnownTransports) {
   LoopFabric fabric(1);
   const TransportRegistry registry({LoopTransportDescriptor(&fabric), TcpTransportDescriptor()});
