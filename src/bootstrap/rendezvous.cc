@@ -6,30 +6,8 @@
 #include "transports/socket/socket.h"
 
 namespace chorus {
-namespace {
 
 using namespace rendezvous;
-
-constexpr uint64_t kMaxErrorBytes = 64 * 1024;
-
-Status ParseTable(const std::string& body, int nranks, std::vector<std::string>* blobs) {
-  blobs->clear();
-  size_t at = 0;
-  for (int rank = 0; rank < nranks; ++rank) {
-    if (body.size() - at < 4) return InternalError("rendezvous: truncated table from the root");
-    const uint32_t length = GetU32(reinterpret_cast<const uint8_t*>(body.data() + at));
-    at += 4;
-    if (length > kMaxBlobBytes || body.size() - at < length) {
-      return InternalError("rendezvous: bad blob length ", length, " for rank ", rank);
-    }
-    blobs->emplace_back(body, at, length);
-    at += length;
-  }
-  if (at != body.size()) return InternalError("rendezvous: trailing bytes in the root's table");
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::string& blob, Deadline deadline,
                   std::vector<std::string>* blobs) {
@@ -68,12 +46,9 @@ Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::s
                         id.root_address);
   }
   CHORUS_RETURN_IF_ERROR(received);
-  const uint32_t code = GetU32(reply);
-  const uint64_t body_bytes = GetU64(reply + 4);
-  const uint64_t limit = code == chorusSuccess ? MaxTableBytes(nranks) : kMaxErrorBytes;
-  if (code >= chorusNumResults || body_bytes > limit) {
-    return InternalError("rendezvous: malformed reply from ", root.peer_name());
-  }
+  uint32_t code = 0;
+  uint64_t body_bytes = 0;
+  CHORUS_RETURN_IF_ERROR(ParseReplyHeader(reply, nranks, root.peer_name(), &code, &body_bytes));
   std::string body(body_bytes, '\0');
   CHORUS_RETURN_IF_ERROR(root.RecvAll(body.data(), body.size(), deadline));
   if (code != chorusSuccess) {

@@ -9,6 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "base/status.h"
 
 namespace chorus::rendezvous {
 
@@ -41,5 +44,22 @@ inline uint64_t GetU64(const uint8_t* p) {
 
 // Largest valid success body for `nranks` ranks (bounds what a rank allocates).
 inline uint64_t MaxTableBytes(int nranks) { return static_cast<uint64_t>(nranks) * (4 + kMaxBlobBytes); }
+// Longest error message a rank takes from the root.
+constexpr uint64_t kMaxErrorBytes = 64 * 1024;
+
+// The pure parsing steps of both sides (rendezvous_protocol.cc), apart from
+// the sockets so that they can be tested and fuzzed on bytes alone.
+
+// Root side, the acceptor's framing: how many more bytes the request whose
+// first bytes are `received` needs (its header, then the blob the header
+// announces); fails on a bad magic or an oversized blob.
+Status FrameRequest(const std::string& received, size_t* more);
+// Rank side: the reply header from the root (`from` names it in errors).
+// `*code` is a chorusResult_t, `*body_bytes` at most what `nranks` ranks'
+// table (or an error message) may hold.
+Status ParseReplyHeader(const uint8_t header[kReplyHeaderBytes], int nranks, const std::string& from, uint32_t* code,
+                        uint64_t* body_bytes);
+// Rank side: the success body, every rank's blob in rank order.
+Status ParseTable(const std::string& body, int nranks, std::vector<std::string>* blobs);
 
 }  // namespace chorus::rendezvous

@@ -35,21 +35,6 @@ struct Joiner {
 
 Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
 
-// A request is its fixed header, then the blob whose length the header gives.
-Status FrameRequest(const std::string& received, size_t* more) {
-  if (received.size() < kRequestHeaderBytes) {
-    *more = kRequestHeaderBytes - received.size();
-    return Status::Ok();
-  }
-  const auto* header = reinterpret_cast<const uint8_t*>(received.data());
-  const uint32_t blob_bytes = GetU32(header + 12);
-  if (GetU32(header) != kRequestMagic || blob_bytes > kMaxBlobBytes) {
-    return InvalidUsage("malformed rendezvous request");
-  }
-  *more = kRequestHeaderBytes + blob_bytes - received.size();
-  return Status::Ok();
-}
-
 AcceptorOptions RootAcceptorOptions() {
   AcceptorOptions options;
   options.purpose = ConnectionPurpose::kRendezvous;

@@ -56,8 +56,15 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
 }
 
 Status ReadTuneFile(const std::string& path, TunerModel* model) {
-  std::ifstream in(path);
-  if (!in) return InvalidArgument("CHORUS_TUNE_FILE: cannot read '", path, "'");
+  std::ifstream file(path);
+  if (!file) return InvalidArgument("CHORUS_TUNE_FILE: cannot read '", path, "'");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return ParseTuneText(text.str(), path, model);
+}
+
+Status ParseTuneText(const std::string& text, const std::string& path, TunerModel* model) {
+  std::istringstream in(text);
   TunerModel parsed;
   parsed.chunk_bytes = model->chunk_bytes;
   std::string token;

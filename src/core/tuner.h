@@ -54,6 +54,10 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model);
 // "overhead_us=<o> intra_alpha_us=<a> intra_bandwidth_GBps=<b>" (any order,
 // whitespace or newlines between) from `path`.
 Status ReadTuneFile(const std::string& path, TunerModel* model);
+// Its parse step: `text` is the file's contents, `path` names it in errors
+// and becomes `model->source`. On error `*model` is left unchanged; on
+// success it is replaced, keeping only its chunk_bytes.
+Status ParseTuneText(const std::string& text, const std::string& path, TunerModel* model);
 
 // Derives alpha and beta from ring-allreduce timings of a small and a large
 // message on p ranks: T(n) = 2(p-1)(alpha + n/p * beta) (+ reduction).

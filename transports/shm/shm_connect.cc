@@ -6,39 +6,19 @@
 
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 #include "transports/shm/shm_futex.h"
 #include "transports/shm/shm_names.h"
+#include "transports/shm/shm_peer_check.h"
 #include "transports/shm/shm_peer.h"
 #include "transports/shm/shm_transport.h"
 
 namespace chorus {
-namespace {
-
-struct ParsedAddress {
-  pid_t pid = 0;
-  size_t ring_bytes = 0;
-  std::string name;
-  std::string host;
-};
-
-// "shm1 <pid> <ring bytes> <segment name> <host identity>"
-bool ParseAddress(const std::string& address, ParsedAddress* parsed) {
-  std::istringstream in(address);
-  std::string version;
-  if (!(in >> version >> parsed->pid >> parsed->ring_bytes >> parsed->name) || version != "shm1") return false;
-  in >> std::ws;
-  std::getline(in, parsed->host);
-  return parsed->pid > 0 && parsed->name.rfind("/chorus-shm-", 0) == 0 && !parsed->host.empty();
-}
-
-}  // namespace
 
 Status ShmTransport::MapPeer(int rank, const std::string& address, std::unique_ptr<Peer>* out) {
-  ParsedAddress parsed;
-  if (!ParseAddress(address, &parsed)) {
+  shm::PeerAddress parsed;
+  if (!shm::ParsePeerAddress(address, &parsed)) {
     return InvalidArgument("shm transport: peer ", rank, " has a malformed address '", address, "'");
   }
   auto peer = std::make_unique<Peer>(this, rank);
@@ -49,19 +29,14 @@ Status ShmTransport::MapPeer(int rank, const std::string& address, std::unique_p
     return InvalidUsage("shm transport: ", peer->label, " is on host '", parsed.host, "', not on this host '", host_,
                         "'");
   }
-  if (parsed.ring_bytes % shm::kCacheLine != 0 || parsed.ring_bytes < 2 * shm::kMaxRecordPayload) {
+  if (!shm::RingBytesValid(parsed.ring_bytes)) {
     return InvalidArgument("shm transport: ", peer->label, " announces a bad ring size ", parsed.ring_bytes);
   }
   const size_t bytes = shm::SegmentBytes(options_.nranks, parsed.ring_bytes);
   CHORUS_RETURN_IF_ERROR(shm::ShmSegment::Open(parsed.name, bytes, &peer->segment)
                              .WithContext(StrCat("shm transport: mapping the segment of ", peer->label)));
   const shm::SegmentHeader* theirs = peer->header();
-  uint8_t expected_mac[shm::kMacBytes];
-  shm::SegmentMac(options_.secret, "shm-owner", theirs->nonce, rank, expected_mac);
-  if (theirs->magic != shm::kSegmentMagic || theirs->version != shm::kLayoutVersion ||
-      theirs->nranks != static_cast<uint32_t>(options_.nranks) || theirs->owner_rank != rank ||
-      theirs->owner_pid != parsed.pid || theirs->ring_bytes != parsed.ring_bytes ||
-      std::memcmp(theirs->owner_mac, expected_mac, sizeof(expected_mac)) != 0) {
+  if (!shm::SegmentHeaderValid(*theirs, parsed, options_.nranks, rank, options_.secret)) {
     return InvalidUsage("shm transport: the segment of ", peer->label,
                         " failed authentication (wrong secret, communicator or version)");
   }
