@@ -108,6 +108,19 @@ def main():
         tail = Tail().boolean(True).boolean(sealed).boolean(False)
         write("tcp_wire", name, secret + bytes(16) + hello + bytes(32) + tail.bytes())
 
+    # acceptor: hello, nonce, MAC (48 bytes), the request, then "sealed".
+    def connector(hello_bytes, request, sealed=True):
+        return hello_bytes + bytes(16) + bytes(16) + request + Tail().boolean(sealed).bytes()
+
+    rendezvous_hello = u32(0x43485253) + struct.pack("<HH", 1, 1) + u32(1) + u32(0)
+    request = u32(0x5A445652) + u32(1) + u32(2) + u32(len(blob1)) + blob1
+    write("acceptor", "request", connector(rendezvous_hello, request))
+    write("acceptor", "request_empty_blob", connector(rendezvous_hello, u32(0x5A445652) + u32(1) + u32(2) + u32(0)))
+    write("acceptor", "wrong_mac", connector(rendezvous_hello, request, sealed=False))
+    write("acceptor", "lane_purpose", connector(hello, request))
+    write("acceptor", "truncated_request", connector(rendezvous_hello, request[:-4]))
+    write("acceptor", "blob_too_long", connector(rendezvous_hello, u32(0x5A445652) + u32(1) + u32(2) + u32(1 << 20)))
+
     # shm: address text, segment header, or ring records.
     def address(text, nranks=4):
         return text + Tail().integral(0, 0, 2).integral(nranks, 1, 1 << 20).bytes()
