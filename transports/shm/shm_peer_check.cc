@@ -9,6 +9,7 @@ namespace chorus {
 namespace shm {
 
 bool ParsePeerAddress(const std::string& address, PeerAddress* parsed) {
+  *parsed = PeerAddress();  // getline at the end leaves `host` as it was
   std::istringstream in(address);
   std::string version;
   if (!(in >> version >> parsed->pid >> parsed->ring_bytes >> parsed->name) || version != "shm1") return false;
