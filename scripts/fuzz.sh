@@ -54,7 +54,7 @@ echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return
 # Configure once; later runs only rebuild what changed.
 if [ ! -f "$build/meson-private/coredata.dat" ]; then
   CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false --buildtype=plain -Doptimization=1 \
-    -Dcuda=disabled -Ducx=disabled -Dibverbs=disabled -Dhwloc=disabled -Dmpi=disabled -Dtorch=disabled \
+    -Dcuda=disabled -Ducx=disabled -Dibverbs=disabled -Dhwloc=disabled -Dmpi=disabled -Dtorch=disabled -Dnccl_abi=disabled \
     > "$build.setup.log" 2>&1 || { cat "$build.setup.log"; echo "fuzz.sh: configuring $build failed"; exit 1; }
   rm -f "$build.setup.log"
 fi
