@@ -108,13 +108,17 @@ interrupted() {
 trap finish EXIT
 trap interrupted INT TERM
 
-# A TCP port nobody listens on (best effort: picked, not reserved).
+# A TCP port no socket uses (best effort: picked, not reserved). Picked below
+# the kernel's ephemeral range: ports in it are handed out at any moment to
+# outgoing connections and port-0 listeners (the daemons then failed to bind).
 free_port() {
-  local port
+  local port low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 12000 ] || low=32768
   for _ in $(seq 100); do
-    port=$((20000 + RANDOM % 30000))
+    port=$((10000 + RANDOM % (low - 10000)))
     if command -v ss >/dev/null; then
-      [ -z "$(ss -Htln "sport = :$port")" ] && echo "$port" && return 0
+      [ -z "$(ss -Htan "sport = :$port")" ] && echo "$port" && return 0
     elif ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port" && return 0
     fi

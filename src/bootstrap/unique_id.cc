@@ -64,6 +64,15 @@ Status DecodeUniqueId(const chorusUniqueId& id, UniqueIdContents* contents) {
   if (length == 0 || length > kMaxAddressBytes) {
     return InvalidArgument("corrupt unique id: root address length ", length);
   }
+  // Reserved bytes and the padding after the address are zero in every id
+  // EncodeUniqueId makes: anything else is not an id this library wrote,
+  // even under a matching checksum (which is not a secret).
+  for (size_t i = 6; i < kSecretOffset; ++i) {
+    if (bytes[i] != 0) return InvalidArgument("corrupt unique id: reserved byte ", i, " is not zero");
+  }
+  for (size_t i = kAddressOffset + length; i < kChecksumOffset; ++i) {
+    if (bytes[i] != 0) return InvalidArgument("corrupt unique id: byte ", i, " after the root address is not zero");
+  }
   std::string address(reinterpret_cast<const char*>(bytes + kAddressOffset), length);
   std::string host;
   uint16_t port = 0;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/siphash.h"
 #include "bootstrap/bootstrap.h"
 #include "tests/transports/intruders.h"
 
@@ -55,6 +56,33 @@ TEST(UniqueIdTest, ExplainsWhatIsWrong) {
   chorusUniqueId flipped = id;
   flipped.internal[30] ^= 1;
   EXPECT_NE(DecodeUniqueId(flipped, &decoded).message().find("checksum"), std::string::npos);
+}
+
+// Reseals `id` as an intruder could: the checksum is not a secret.
+void Reseal(chorusUniqueId* id) {
+  const uint8_t key[16] = {'c', 'h', 'o', 'r', 'u', 's', '-', 'u', 'n', 'i', 'q', 'u', 'e', '-', 'i', 'd'};
+  const uint64_t checksum = SipHash64(key, id->internal, 120);
+  for (int i = 0; i < 8; ++i) id->internal[120 + i] = static_cast<char>(checksum >> (8 * i));
+}
+
+// Found by the unique_id fuzz target: bytes after the address (or in the
+// reserved pair) under a matching checksum decoded, although no id this
+// library makes has them; decoding and encoding again changed the id.
+TEST(UniqueIdTest, RejectsNonZeroPaddingUnderAValidChecksum) {
+  chorusUniqueId good;
+  ASSERT_TRUE(EncodeUniqueId(SampleContents(), &good).ok());
+  UniqueIdContents decoded;
+  chorusUniqueId resealed = good;
+  Reseal(&resealed);
+  ASSERT_TRUE(DecodeUniqueId(resealed, &decoded).ok()) << "the test's checksum is not the library's";
+  for (int at : {6, 7, 24 + 14, 100, 119}) {
+    chorusUniqueId bad = good;
+    bad.internal[at] = static_cast<char>(0xfd);
+    Reseal(&bad);
+    Status status = DecodeUniqueId(bad, &decoded);
+    EXPECT_EQ(status.code(), chorusInvalidArgument) << "byte " << at;
+    EXPECT_NE(status.message().find("not zero"), std::string::npos) << status.message();
+  }
 }
 
 TEST(UniqueIdTest, RejectsBadAddressesWhenEncoding) {
