@@ -63,6 +63,11 @@ Status ReadTuneFile(const std::string& path, TunerModel* model) {
   return ParseTuneText(text.str(), path, model);
 }
 
+namespace {
+constexpr double kMinTuneValue = 1e-9;
+constexpr double kMaxTuneValue = 1e12;
+}  // namespace
+
 Status ParseTuneText(const std::string& text, const std::string& path, TunerModel* model) {
   std::istringstream in(text);
   TunerModel parsed;
@@ -77,6 +82,12 @@ Status ParseTuneText(const std::string& text, const std::string& path, TunerMode
     std::istringstream number(token.substr(eq + 1));
     if (!(number >> value) || value <= 0) {
       return InvalidArgument("CHORUS_TUNE_FILE '", path, "': '", token, "' needs a positive number");
+    }
+    // Far beyond any real link or latency, and what keeps every derived
+    // time (1 / bandwidth, ...) finite and positive.
+    if (!(value >= kMinTuneValue && value <= kMaxTuneValue)) {
+      return InvalidArgument("CHORUS_TUNE_FILE '", path, "': '", token, "' must be between ", kMinTuneValue,
+                             " and ", kMaxTuneValue);
     }
     if (key == "alpha_us") parsed.alpha_s = value * 1e-6;
     else if (key == "bandwidth_GBps") bandwidth = value * 1e9;

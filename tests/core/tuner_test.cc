@@ -96,8 +96,11 @@ TEST(TunerTest, TuneFileSetsTheModel) {
 
 TEST(TunerTest, BadTuneFilesAreRejectedWithTheReason) {
   const std::string path = testing::TempDir() + "chorus_bad_tune_file.txt";
+  // The last three were found by the tune_file fuzz target: a denormal
+  // bandwidth made 1 / bandwidth infinite, and inf or nan parsed as numbers.
   for (const char* text : {"alpha_us=5", "alpha_us=5 bandwidth_GBps=-1", "alpha_us=5 bandwidth_GBps=1 speed=3",
-                           "alpha_us bandwidth_GBps=1"}) {
+                           "alpha_us bandwidth_GBps=1", "alpha_us=1e308 bandwidth_GBps=1e-320",
+                           "alpha_us=inf bandwidth_GBps=1", "alpha_us=5 bandwidth_GBps=1 gamma_GBps=1e13"}) {
     {
       std::ofstream out(path);
       out << text;
