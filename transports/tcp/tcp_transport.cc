@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "transports/socket/interface.h"
+#include "transports/tcp/tcp_interface_choice.h"
 #include "transports/tcp/tcp_mesh.h"
 
 namespace chorus {
@@ -59,7 +60,7 @@ TcpTransport::~TcpTransport() = default;
 
 Status TcpTransport::Listen() {
   NetworkInterface chosen;
-  CHORUS_RETURN_IF_ERROR(FindInterface(options_.ifname, &chosen));
+  CHORUS_RETURN_IF_ERROR(FindInterface(ChooseInterfaceSpec(options_), &chosen));
   // Accepted lanes inherit the listener's buffer sizes (set before listen()).
   CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, TcpLaneBuffers(options_), &listener_));
   SocketAddress bound;
