@@ -107,8 +107,13 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   transport_options.timeout_ms = options.timeout_ms;
   // The rank's host topology first: TCP places its listener by it (the NIC
   // nearest to the binding) and the host stream workers run on its CPUs.
+  // I/O devices only where a selected transport will place itself by them.
+  const bool io_devices = std::any_of(order.begin(), order.end(), [&](const TransportDescriptor* descriptor) {
+    return descriptor->uses_io_devices != nullptr && descriptor->uses_io_devices(transport_options);
+  });
   HostTopology host_topology;
-  CHORUS_RETURN_IF_ERROR(RankTopology(rank, &host_topology).WithContext(StrCat("rank ", rank, ": host topology")));
+  CHORUS_RETURN_IF_ERROR(RankTopology(rank, io_devices, &host_topology)
+                             .WithContext(StrCat("rank ", rank, ": host topology")));
   transport_options.topology = &host_topology;
   transport_options.local_rank = LauncherLocalRank(rank);
   bool place_threads = false;

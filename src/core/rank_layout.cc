@@ -9,8 +9,9 @@
 
 namespace chorus {
 
-Status RankTopology(int rank, HostTopology* out) {
-  const TopologyOptions options = TopologyOptions::FromEnvironment();
+Status RankTopology(int rank, bool io_devices, HostTopology* out) {
+  TopologyOptions options = TopologyOptions::FromEnvironment();
+  options.io_devices = io_devices;
   Status status = DiscoverHostTopology(options, out);
   if (status.ok() || !options.xml_file.empty() || !options.dump_file.empty()) return status;
   CHORUS_WARN("INIT", "rank ", rank, ": topology unknown, taking the host as flat: ", status.message());

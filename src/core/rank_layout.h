@@ -13,7 +13,8 @@ namespace chorus {
 // This rank's topology for a new communicator: CHORUS_TOPO_FILE when set (a
 // bad file fails creation), else discovered; a machine hwloc cannot read is
 // taken as flat, with a warning. Writes CHORUS_TOPO_DUMP_FILE when set.
-Status RankTopology(int rank, HostTopology* out);
+// `io_devices`: look for this machine's NICs too (only to choose one).
+Status RankTopology(int rank, bool io_devices, HostTopology* out);
 
 // The NUMA node (kernel number) of this rank's binding, -1 when it spans
 // nodes or none is known: what the rank tells the others.

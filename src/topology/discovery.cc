@@ -36,13 +36,14 @@ Status LoadTopologyXml(const std::string& path, HostTopology* out) {
   if (!TopologyDiscoveryAvailable()) {
     return InvalidArgument("cannot load topology file '", path, "': Chorus was built without hwloc (-Dhwloc)");
   }
-  return detail::ReadTopologyWithHwloc(path, "", out);
+  return detail::ReadTopologyWithHwloc(path, "", /*io_devices=*/true, out);
 }
 
 Status DiscoverHostTopology(const TopologyOptions& options, HostTopology* out) {
   HostTopology topology;
   if (TopologyDiscoveryAvailable()) {
-    CHORUS_RETURN_IF_ERROR(detail::ReadTopologyWithHwloc(options.xml_file, options.dump_file, &topology));
+    CHORUS_RETURN_IF_ERROR(detail::ReadTopologyWithHwloc(options.xml_file, options.dump_file,
+                                                         options.io_devices || !options.dump_file.empty(), &topology));
   } else if (!options.xml_file.empty() || !options.dump_file.empty()) {
     return InvalidArgument("CHORUS_TOPO_FILE and CHORUS_TOPO_DUMP_FILE need hwloc; this Chorus was built without it");
   } else {

@@ -14,6 +14,11 @@ namespace chorus {
 struct TopologyOptions {
   std::string xml_file;   // load this instead of discovering
   std::string dump_file;  // write what was loaded here (hwloc XML)
+  // Look for NICs, RDMA devices and GPUs on this machine's PCI buses: most of
+  // discovery's time (tens of ms against a few), so a communicator asks only
+  // when it will choose a NIC. Files always keep their devices; a dump
+  // always includes them.
+  bool io_devices = true;
 
   // CHORUS_TOPO_FILE and CHORUS_TOPO_DUMP_FILE.
   static TopologyOptions FromEnvironment();
@@ -35,7 +40,8 @@ Status CurrentThreadCpus(CpuList* out);
 
 namespace detail {
 // hwloc's reader behind the two above: `xml_file` empty = this machine.
-Status ReadTopologyWithHwloc(const std::string& xml_file, const std::string& dump_file, HostTopology* out);
+Status ReadTopologyWithHwloc(const std::string& xml_file, const std::string& dump_file, bool io_devices,
+                             HostTopology* out);
 }  // namespace detail
 
 }  // namespace chorus

@@ -101,13 +101,14 @@ HostTopology Convert(hwloc_topology_t topology) {
 
 }  // namespace
 
-Status ReadTopologyWithHwloc(const std::string& xml_file, const std::string& dump_file, HostTopology* out) {
+Status ReadTopologyWithHwloc(const std::string& xml_file, const std::string& dump_file, bool io_devices,
+                             HostTopology* out) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return SystemError("hwloc_topology_init failed");
   TopologyHandle topology(raw);
   // NICs, RDMA devices and GPUs with their PCI locality; bridges and other
   // PCI devices only where they lead to those.
-  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (io_devices || !xml_file.empty()) hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (!xml_file.empty() && hwloc_topology_set_xml(raw, xml_file.c_str()) != 0) {
     return InvalidArgument("CHORUS_TOPO_FILE='", xml_file, "': not a readable hwloc XML topology");
   }
@@ -129,7 +130,7 @@ Status ReadTopologyWithHwloc(const std::string& xml_file, const std::string& dum
 
 namespace chorus::detail {
 
-Status ReadTopologyWithHwloc(const std::string&, const std::string&, HostTopology*) {
+Status ReadTopologyWithHwloc(const std::string&, const std::string&, bool, HostTopology*) {
   return InvalidArgument("Chorus was built without hwloc");
 }
 

@@ -154,6 +154,22 @@ TEST(TopologyDiscoveryTest, ThisMachineIsConsistent) {
   EXPECT_EQ(t.source, TopologyDiscoveryAvailable() ? "hwloc" : "flat");
 }
 
+TEST(TopologyDiscoveryTest, WithoutIoDevices) {
+  SKIP_WITHOUT_HWLOC();
+  TopologyOptions options;
+  options.io_devices = false;
+  HostTopology cpus_only, full;
+  ASSERT_TRUE(DiscoverHostTopology(options, &cpus_only).ok());
+  ASSERT_TRUE(DiscoverHostTopology(TopologyOptions{}, &full).ok());
+  EXPECT_TRUE(cpus_only.devices.empty());
+  full.devices.clear();
+  ExpectSameMachine(cpus_only, full);
+  // A file keeps its devices.
+  options.xml_file = kDir + "/one_socket.xml";
+  ASSERT_TRUE(DiscoverHostTopology(options, &cpus_only).ok());
+  EXPECT_EQ(cpus_only.devices.size(), 1u);
+}
+
 TEST(TopologyDiscoveryTest, SeesTheCallingThreadsBinding) {
   CpuList affinity;
   ASSERT_TRUE(CurrentThreadCpus(&affinity).ok());

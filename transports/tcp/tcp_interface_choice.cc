@@ -14,6 +14,11 @@ std::string TcpInterfaceSpec(const std::string& ifname, const HostTopology* topo
   return chosen < 0 ? ifname : "=" + candidates[chosen];
 }
 
+bool TcpMayChooseInterface(const std::string& ifname) {
+  std::vector<NetworkInterface> interfaces;
+  return ifname.empty() && ListInterfaces(&interfaces).ok() && DefaultInterfaceCandidates(interfaces).size() > 1;
+}
+
 std::string ChooseInterfaceSpec(const TransportOptions& options) {
   if (!options.ifname.empty() || options.topology == nullptr) return options.ifname;
   std::vector<NetworkInterface> interfaces;

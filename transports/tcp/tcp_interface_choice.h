@@ -17,6 +17,10 @@ namespace chorus {
 std::string TcpInterfaceSpec(const std::string& ifname, const HostTopology* topology, int local_rank,
                              const std::vector<NetworkInterface>& interfaces);
 
+// Whether TcpInterfaceSpec may choose by topology on this host: `ifname`
+// is empty and several interfaces pass the default rule.
+bool TcpMayChooseInterface(const std::string& ifname);
+
 // The same over this host's interfaces; the default rule when they cannot
 // be listed (FindInterface then reports why).
 std::string ChooseInterfaceSpec(const TransportOptions& options);
