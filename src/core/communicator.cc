@@ -14,6 +14,7 @@
 #include "core/trace_signal.h"
 #include "core/transport_mux.h"
 #include "topology/local_rank.h"
+#include "topology/numa_groups.h"
 #include "topology/thread_placement.h"
 #include "transports/host_identity.h"
 #include "transports/transport_registry.h"
@@ -165,6 +166,11 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
     size_t index = std::find(hosts.begin(), hosts.end(), peer.host) - hosts.begin();
     if (index == hosts.size()) hosts.push_back(peer.host);
     comm->topology_.host_of_rank.push_back(static_cast<int>(index));
+  }
+  // NUMA domains as a level below the host, where some host has several.
+  std::vector<int> groups = GroupRanksByNuma(comm->topology_.host_of_rank, comm->numa_of_rank_);
+  if (!groups.empty() && *std::max_element(groups.begin(), groups.end()) + 1 > static_cast<int>(hosts.size())) {
+    comm->topology_.group_of_rank = std::move(groups);
   }
   if (rank == 0 && CurrentLogLevel() >= LogLevel::kInfo) {
     std::vector<std::string> host_of_rank;
