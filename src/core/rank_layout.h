@@ -20,9 +20,9 @@ Status RankTopology(int rank, bool io_devices, HostTopology* out);
 // nodes or none is known: what the rank tells the others.
 int BindingNumaNode(const HostTopology& topology);
 
-// "host a (ranks 0-3): NUMA 0: 0,1; NUMA 1: 2,3 | host b ...": the INFO line
-// a communicator logs once at creation. `host_names` are the ranks' host
-// identities; only their hostname part is shown.
+// "host a: NUMA 0: 0,1; NUMA 1: 2,3 | host b: NUMA ?: 4,5": the INFO line a
+// communicator logs once at creation. `host_of_rank` holds the ranks' host
+// identities (only their hostname part is shown); NUMA -1 shows as "?".
 std::string DescribeRankLayout(const std::vector<std::string>& host_of_rank, const std::vector<int>& numa_of_rank);
 
 }  // namespace chorus
