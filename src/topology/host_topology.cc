@@ -76,8 +76,8 @@ HostTopology FlatTopology(int cpu_count) {
 }
 
 std::string DescribeTopology(const HostTopology& t) {
-  std::string out = StrCat("topology (", t.source, "): ", t.packages, " packages, ", t.numa.size(), " NUMA nodes, ",
-                           t.cores.size(), " cores, ", t.pus.size(), " PUs, ", t.l3_caches, " L3 caches\n");
+  std::string out = StrCat("topology (", t.source, "): packages ", t.packages, ", NUMA nodes ", t.numa.size(),
+                           ", cores ", t.cores.size(), ", PUs ", t.pus.size(), ", L3 caches ", t.l3_caches, "\n");
   for (size_t d = 0; d < t.numa.size(); ++d) {
     out += StrCat("  NUMA node ", t.numa[d].os_index, ": PUs ", FormatCpuList(t.numa[d].cpus));
     if (t.numa[d].package >= 0) out += StrCat(", package ", t.numa[d].package);

@@ -66,7 +66,7 @@ TEST(HostTopologyTest, FlatTopology) {
 
 TEST(HostTopologyTest, Describes) {
   EXPECT_EQ(DescribeTopology(BoundTo(TwoSockets(), Cpus(16, 23))),
-            "topology (synthetic): 2 packages, 4 NUMA nodes, 32 cores, 32 PUs, 4 L3 caches\n"
+            "topology (synthetic): packages 2, NUMA nodes 4, cores 32, PUs 32, L3 caches 4\n"
             "  NUMA node 0: PUs 0-7, package 0\n"
             "  NUMA node 1: PUs 8-15, package 0\n"
             "  NUMA node 2: PUs 16-23, package 1\n"
@@ -76,7 +76,7 @@ TEST(HostTopologyTest, Describes) {
             "  rdma mlx5_0: NUMA node 2, PCI 0000:90:00.0\n"
             "  binding: PUs 16-23, NUMA node 2\n");
   EXPECT_EQ(DescribeTopology(FlatTopology(2)),
-            "topology (flat): 1 packages, 1 NUMA nodes, 2 cores, 2 PUs, 0 L3 caches\n"
+            "topology (flat): packages 1, NUMA nodes 1, cores 2, PUs 2, L3 caches 0\n"
             "  NUMA node 0: PUs 0-1, package 0\n"
             "  no network, RDMA or GPU devices seen\n"
             "  binding: PUs 0-1 (not bound)\n");
