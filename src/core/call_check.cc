@@ -34,7 +34,29 @@ uint64_t GetU64(const uint8_t* p) {
   return v;
 }
 
-const char* CallName(uint8_t coll) {
+bool Reduces(Collective coll) {
+  return coll == Collective::kAllReduce || coll == Collective::kReduce || coll == Collective::kReduceScatter;
+}
+
+bool Rooted(Collective coll) {
+  return coll == Collective::kBroadcast || coll == Collective::kReduce || coll == Collective::kGather ||
+         coll == Collective::kScatter;
+}
+
+// FNV-1a, 64 bits.
+uint64_t Digest(const std::vector<CallEntry>& calls) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  uint8_t bytes[kCallEntryBytes];
+  for (const CallEntry& call : calls) {
+    EncodeCall(call, bytes);
+    for (uint8_t byte : bytes) hash = (hash ^ byte) * 0x100000001b3ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+const char* ApiCallName(uint8_t coll) {
   switch (static_cast<Collective>(coll)) {
     case Collective::kAllReduce: return "AllReduce";
     case Collective::kBroadcast: return "Broadcast";
@@ -49,8 +71,7 @@ const char* CallName(uint8_t coll) {
   return "unknown collective";
 }
 
-// The names of chorus.h's enumerators, without the prefix.
-const char* TypeName(uint8_t dtype) {
+const char* ApiTypeName(uint8_t dtype) {
   switch (dtype) {
     case chorusInt8: return "int8";
     case chorusUint8: return "uint8";
@@ -78,27 +99,6 @@ const char* OpName(uint8_t op) {
   }
 }
 
-bool Reduces(Collective coll) {
-  return coll == Collective::kAllReduce || coll == Collective::kReduce || coll == Collective::kReduceScatter;
-}
-
-bool Rooted(Collective coll) {
-  return coll == Collective::kBroadcast || coll == Collective::kReduce || coll == Collective::kGather ||
-         coll == Collective::kScatter;
-}
-
-// FNV-1a, 64 bits.
-uint64_t Digest(const std::vector<CallEntry>& calls) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  uint8_t bytes[kCallEntryBytes];
-  for (const CallEntry& call : calls) {
-    EncodeCall(call, bytes);
-    for (uint8_t byte : bytes) hash = (hash ^ byte) * 0x100000001b3ull;
-  }
-  return hash;
-}
-
-}  // namespace
 
 CallEntry DescribeCall(const Operation& op) {
   const CollectiveArgs& args = op.args;
@@ -117,7 +117,7 @@ CallEntry DescribeCall(const Operation& op) {
 }
 
 std::string FormatCall(const CallEntry& entry) {
-  std::string text = StrCat(CallName(entry.coll), "(count=", entry.count, ", ", TypeName(entry.dtype));
+  std::string text = StrCat(ApiCallName(entry.coll), "(count=", entry.count, ", ", ApiTypeName(entry.dtype));
   if (entry.op != CallEntry::kNoOp) text += StrCat(", ", OpName(entry.op));
   if (Rooted(static_cast<Collective>(entry.coll))) text += StrCat(", root ", entry.root);
   return text + ")";

@@ -56,6 +56,12 @@ struct CallEntry {
   bool operator!=(const CallEntry& other) const { return !(*this == other); }
 };
 
+// The names the C API uses for a collective ("AllReduce") and a datatype
+// (chorus.h's enumerator without its prefix: "float32"); values from peers
+// may be anything, which reads "unknown collective" or "unknown type".
+const char* ApiCallName(uint8_t coll);
+const char* ApiTypeName(uint8_t dtype);
+
 CallEntry DescribeCall(const Operation& op);
 // "AllReduce(count=1024, float32, sum)", "Broadcast(count=8, uint8, root 0)".
 std::string FormatCall(const CallEntry& entry);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "core/call_check.h"
 
 namespace chorus {
 
@@ -19,38 +20,6 @@ namespace {
 constexpr size_t kPathChars = 24;
 constexpr size_t kErrorChars = 200;
 enum : uint8_t { kCollectiveEntry, kSendEntry, kRecvEntry };
-
-// The names the C API uses (as CHORUS_CHECK's messages do).
-const char* CallName(Collective coll) {
-  switch (coll) {
-    case Collective::kAllReduce: return "AllReduce";
-    case Collective::kBroadcast: return "Broadcast";
-    case Collective::kReduce: return "Reduce";
-    case Collective::kAllGather: return "AllGather";
-    case Collective::kReduceScatter: return "ReduceScatter";
-    case Collective::kAllToAll: return "AlltoAll";
-    case Collective::kGather: return "Gather";
-    case Collective::kScatter: return "Scatter";
-    case Collective::kCount: break;
-  }
-  return "unknown";
-}
-
-const char* TypeName(DataType dtype) {
-  switch (dtype) {
-    case chorusInt8: return "int8";
-    case chorusUint8: return "uint8";
-    case chorusInt32: return "int32";
-    case chorusUint32: return "uint32";
-    case chorusInt64: return "int64";
-    case chorusUint64: return "uint64";
-    case chorusFloat16: return "float16";
-    case chorusFloat32: return "float32";
-    case chorusFloat64: return "float64";
-    case chorusBfloat16: return "bfloat16";
-    default: return "unknown";
-  }
-}
 
 const char* StateName(FlightRecorder::State state) {
   switch (state) {
@@ -333,9 +302,11 @@ Status FlightRecorder::Dump(const std::string& path, const char* reason, uint64_
     failure.error[kErrorChars - 1] = '\0';
     if (copy.state.load() != State::kFailed) failure = Failure();
     const char* kind = copy.kind == kCollectiveEntry ? "coll" : copy.kind == kSendEntry ? "send" : "recv";
-    const char* name = copy.kind == kCollectiveEntry ? CallName(copy.coll) : copy.kind == kSendEntry ? "Send" : "Recv";
+    const char* name = copy.kind == kCollectiveEntry ? ApiCallName(static_cast<uint8_t>(copy.coll))
+                       : copy.kind == kSendEntry     ? "Send"
+                                                     : "Recv";
     text += StrCat("{\"seq\":", copy.seq, ",\"kind\":\"", kind, "\",\"call\":\"", name, "\",\"count\":", copy.count,
-                   ",\"dtype\":\"", TypeName(static_cast<DataType>(copy.dtype)), "\"");
+                   ",\"dtype\":\"", ApiTypeName(copy.dtype), "\"");
     if (copy.kind == kCollectiveEntry) {
       text += StrCat(",\"op\":\"", kOpNames[copy.redop < kNoOpCode ? copy.redop : kNoOpCode], "\",\"root\":", copy.root);
     } else {
