@@ -18,6 +18,9 @@ namespace chorus {
 struct UniqueIdContents {
   std::string root_address;  // "host:port" ("[v6addr]:port" for IPv6)
   uint8_t secret[16] = {};
+  // Not encoded: the root listened before this id was handed out (an id from
+  // a shrink's table), so a refused connection means it is gone.
+  bool root_listening = false;
 };
 
 // Packs into the 128-byte id with a magic and checksum.

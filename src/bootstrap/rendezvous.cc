@@ -20,8 +20,9 @@ Status Rendezvous(const UniqueIdContents& id, int rank, int nranks, const std::s
   SocketAddress root_address;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(id.root_address, &root_address));
   Socket root;
-  CHORUS_RETURN_IF_ERROR(
-      Socket::Connect(root_address, deadline, &root).WithContext(StrCat("rank ", rank, " joining the rendezvous")));
+  CHORUS_RETURN_IF_ERROR((id.root_listening ? Socket::ConnectToListener(root_address, deadline, &root)
+                                             : Socket::Connect(root_address, deadline, &root))
+                             .WithContext(StrCat("rank ", rank, " joining the rendezvous")));
   root.set_peer_name(StrCat("rendezvous root ", id.root_address));
   Hello hello;
   hello.purpose = ConnectionPurpose::kRendezvous;

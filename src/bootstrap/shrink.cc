@@ -85,6 +85,7 @@ Status JoinRoot(const RecoveryEndpoint& endpoint, const Socket& socket, int root
   outcome->survivors = table.survivors;
   outcome->new_rank = static_cast<int>(mine - table.survivors.begin());
   outcome->id.root_address = table.root_address;
+  outcome->id.root_listening = true;
   DeriveSecret(endpoint.secret, table.nonce, outcome->id.secret);
   return Status::Ok();
 }

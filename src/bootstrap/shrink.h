@@ -23,7 +23,10 @@
 //  - the root accepts joiners and asks every rank still unheard of (one open
 //    connection each, the same request; refused: gone) until each has joined
 //    or is gone, or the gather deadline passes: ranks that did not take part
-//    are left out. It drops joiners whose connection has closed, starts a
+//    are left out. A rank that says it is not shrinking now while sharing an
+//    earlier agreement with the root is alive and holds the lineage: it is
+//    waited for past the gather deadline and never left out (the root fails
+//    naming it instead). It drops joiners whose connection has closed, starts a
 //    rendezvous root for the new communicator with a secret derived from the
 //    old one and a fresh nonce, and sends every member the same table:
 //    survivors in old-rank order, the nonce, the new root.

@@ -2,6 +2,14 @@
 // that joined, minus those whose connection closed before the answer) and
 // answers every member with the same table, unless a rank it asks says that
 // a shrink was agreed without it.
+//
+// A rank that answers "not shrinking now" shares an earlier agreement with
+// the root: it is alive and holds the lineage (typically it is still failing
+// to create the communicator of that agreement, whose root died). Leaving it
+// out would let it, once every member of the new communicator has exited,
+// find their listeners closed and form a communicator of its own: the root
+// waits for it past the gather deadline, and fails naming it if it never
+// comes.
 #include <poll.h>
 
 #include <algorithm>
@@ -13,7 +21,12 @@
 namespace chorus::shrink {
 namespace {
 
-enum class Member { kUnknown, kJoined, kDead };
+enum class Member {
+  kUnknown,
+  kComing,  // alive, agreed with us before, not shrinking yet: never left out
+  kJoined,
+  kDead,
+};
 
 constexpr int kAcceptSliceMs = 50;
 constexpr int kProbeEveryMs = 100;
@@ -33,6 +46,7 @@ class ShrinkRoot {
       : endpoint_(endpoint),
         gather_deadline_(gather_deadline),
         deadline_(deadline),
+        coming_deadline_(Midway(gather_deadline, deadline)),
         members_(endpoint.nranks, Member::kUnknown),
         sockets_(endpoint.nranks),
         questions_(endpoint.nranks),
@@ -53,6 +67,7 @@ class ShrinkRoot {
       *left_out_of = left_out_of_;
       return LeftOutError(endpoint_.rank, left_out_of_, told_by_);
     }
+    if (conflict_.ok()) conflict_ = MissingMembers();
     if (!conflict_.ok()) {
       for (int rank = 0; rank < endpoint_.nranks; ++rank) Answer(rank, conflict_.code(), conflict_.message());
       return conflict_;
@@ -75,6 +90,7 @@ class ShrinkRoot {
       return started;
     }
     table.root_address = id.root_address;
+    id.root_listening = true;
     CHORUS_INFO("SHRINK", "rank ", endpoint_.rank, " is the shrink root: ", table.survivors.size(), " of ",
                 endpoint_.nranks, " ranks survive");
     const std::string body = EncodeTable(table);
@@ -86,24 +102,47 @@ class ShrinkRoot {
   }
 
  private:
-  bool Decided() const {
-    return std::none_of(members_.begin(), members_.end(), [](Member m) { return m == Member::kUnknown; });
+  static Deadline Midway(Deadline a, Deadline b) {
+    return Deadline::AfterMs((a.RemainingMs() + b.RemainingMs()) / 2);
   }
+  bool Any(Member state) const { return std::find(members_.begin(), members_.end(), state) != members_.end(); }
+  bool Decided() const { return !Any(Member::kUnknown) && !Any(Member::kComing); }
   bool Stopped() const { return !left_out_of_.empty() || !conflict_.ok(); }
+  // Gathering ends at the gather deadline, or later while a member of an
+  // earlier agreement is still coming (answers must still reach every
+  // joiner before its own deadline).
+  bool GatherOver() const {
+    return gather_deadline_.Expired() && (!Any(Member::kComing) || coming_deadline_.Expired());
+  }
 
-  // Until every rank has joined or is gone, or the gather deadline passes,
-  // or a rank says a shrink was agreed without us.
+  // Until every rank has joined or is gone, or gathering is over, or a rank
+  // says a shrink was agreed without us.
   void Gather() {
     Deadline next_probe = Deadline::AfterMs(0);
-    while (!Decided() && !Stopped() && !gather_deadline_.Expired()) {
+    while (!Decided() && !Stopped() && !GatherOver()) {
+      const Deadline until = Any(Member::kComing) ? coming_deadline_ : gather_deadline_;
       if (next_probe.Expired()) {
-        ProbeUnknown();
+        ProbeUnheard(until);
         next_probe = Deadline::AfterMs(kProbeEveryMs);
       }
-      Serve(Sooner(Sooner(gather_deadline_, next_probe), Deadline::AfterMs(kAcceptSliceMs)), true);
+      Serve(Sooner(Sooner(until, next_probe), Deadline::AfterMs(kAcceptSliceMs)), true);
     }
     // Answers that arrived with the deadline still count.
     if (!Decided() && !Stopped()) Serve(Deadline::AfterMs(0), false);
+  }
+
+  // A live member of an earlier agreement that never joined cannot be left
+  // out (see the top of this file).
+  Status MissingMembers() const {
+    std::vector<int> coming;
+    for (int rank = 0; rank < endpoint_.nranks; ++rank) {
+      if (members_[rank] == Member::kComing) coming.push_back(rank);
+    }
+    if (coming.empty()) return Status::Ok();
+    return TimeoutError("shrink root rank ", endpoint_.rank, ": ranks ", FormatRanks(coming),
+                        " are alive and agreed with it in an earlier shrink of this communicator, but did not call "
+                        "chorusCommShrink again before the deadline; a live member cannot be left out: call "
+                        "chorusCommShrink on every survivor");
   }
 
   // Waits until `until` for joiners (when `accept`; they authenticate
@@ -162,16 +201,16 @@ class ShrinkRoot {
     questions_[rank] = Socket();
   }
 
-  // Opens one question to every rank still unheard of that has none open
-  // (refused: the rank is gone). The question stays queued on a rank that is
-  // not answering its listener (not shrinking yet, or still joining a root);
-  // the rank's responder answers it if a shrink was agreed there.
-  void ProbeUnknown() {
-    for (int rank = 0; rank < endpoint_.nranks && !gather_deadline_.Expired(); ++rank) {
-      if (members_[rank] != Member::kUnknown || questions_[rank].valid()) continue;
+  // Opens one question to every rank not yet joined nor gone that has none
+  // open (refused: the rank is gone). The question stays queued on a rank
+  // that is not answering its listener (not shrinking yet, or still joining
+  // a root); the rank's responder answers it if a shrink was agreed there.
+  void ProbeUnheard(Deadline until) {
+    for (int rank = 0; rank < endpoint_.nranks && !until.Expired(); ++rank) {
+      if (!Unheard(rank) || questions_[rank].valid()) continue;
       bool alive = false;
       Socket probe;
-      Status status = Probe(endpoint_.addresses[rank], gather_deadline_, &alive, &probe);
+      Status status = Probe(endpoint_.addresses[rank], until, &alive, &probe);
       if (!status.ok()) continue;
       if (!alive) {
         members_[rank] = Member::kDead;
@@ -182,9 +221,11 @@ class ShrinkRoot {
     }
   }
 
+  bool Unheard(int rank) const { return members_[rank] == Member::kUnknown || members_[rank] == Member::kComing; }
+
   // Our question to `rank` was accepted (or its connection failed).
   void Hear(int rank) {
-    if (!questions_[rank].valid() || members_[rank] != Member::kUnknown) return;  // it joined meanwhile
+    if (!questions_[rank].valid() || !Unheard(rank)) return;  // it joined meanwhile
     const Socket question = std::move(questions_[rank]);  // one question per connection
     const Deadline quick = Sooner(deadline_, Deadline::AfterMs(kAnswerMs));
     Status status = SendRequest(endpoint_, question, quick);
@@ -195,7 +236,11 @@ class ShrinkRoot {
       CHORUS_TRACE("SHRINK", "rank ", endpoint_.rank, ": asking rank ", rank, ": ", status.message());
       return;
     }
-    if (reply.code == kReplyNotShrinking) return;  // shares an earlier shrink with us: asked again at the next probe
+    if (reply.code == kReplyNotShrinking) {
+      // Shares an earlier agreement with us: asked again at the next probe.
+      members_[rank] = Member::kComing;
+      return;
+    }
     if (reply.code == kReplyLeftOut) {
       std::vector<int> agreed;
       Status decoded = DecodeRanks(reply.body, endpoint_.nranks, &agreed);
@@ -224,6 +269,7 @@ class ShrinkRoot {
   RecoveryEndpoint& endpoint_;
   const Deadline gather_deadline_;
   const Deadline deadline_;
+  const Deadline coming_deadline_;  // the latest a member still coming is waited for
   std::vector<Member> members_;
   std::vector<Socket> sockets_;    // joiners, waiting for the answer
   std::vector<Socket> questions_;  // open questions to ranks still unheard of

@@ -266,6 +266,8 @@ TEST(ShrinkTest, RootDyingDuringShrinkEndsConsistentlyOrClearly) {
     if (outcome.rank == scenario.second && outcome.signal == SIGKILL) continue;
     ASSERT_TRUE(outcome.exited) << Describe(outcome);
     if (outcome.exit_code >= kJoined) {
+      std::printf("old rank %d: new rank %d of %d\n", outcome.rank, (outcome.exit_code - kJoined) % 10,
+                  (outcome.exit_code - kJoined) / 10);
       ++joined;
       sizes.insert((outcome.exit_code - kJoined) / 10);
       new_ranks.insert((outcome.exit_code - kJoined) % 10);

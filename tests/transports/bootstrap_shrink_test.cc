@@ -2,7 +2,8 @@
 // loopback: a rank whose listener is closed counts as dead, whichever rank it
 // is; everyone gets the same table and the same derived secret; a stranger
 // with another secret is not let in; a live rank that comes after an
-// agreement without it is told so by the members, never counts them dead.
+// agreement without it is told so by the members, never counts them dead;
+// a live member of an earlier agreement is never left out of the next.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -227,6 +228,46 @@ TEST(ShrinkAgreementTest, ASilentLowestRankMakesTheOthersTimeOutNotSplit) {
   const std::vector<Agreement> late = ShrinkSome(endpoints, {1, 2}, kShortMs);
   ExpectLeftOut(late[1], "{0} completed (told by rank 0)");
   ExpectLeftOut(late[2], "{0} completed (told by rank 0)");
+}
+
+// Everyone agreed; then rank 0 dies (as a shrink root that dies before the
+// new communicator exists: its members shrink the old one again). Rank 2
+// comes after the root's gather deadline (still failing to create the
+// communicator of the first agreement, say). It answered the root "not
+// shrinking now": alive, a member of the earlier agreement, so the root
+// waits for it instead of leaving it out (which, once the others had exited,
+// would let it find their listeners closed and form a communicator alone).
+TEST(ShrinkAgreementTest, ALiveMemberOfAnEarlierAgreementIsWaitedForPastTheGatherDeadline) {
+  auto endpoints = MakeEndpoints(4, 13);
+  ExpectAgreement(Shrink(endpoints, {}), {0, 1, 2, 3});
+  endpoints[0].reset();
+  std::vector<Agreement> results(4);
+  std::vector<std::thread> threads;
+  for (int rank = 1; rank < 4; ++rank) {
+    threads.emplace_back([&, rank] {
+      if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(kTimeoutMs * 3 / 4 + 150));
+      results[rank].status = AgreeOnSurvivors(*endpoints[rank], Deadline::AfterMs(kTimeoutMs * 3 / 4),
+                                              Deadline::AfterMs(kTimeoutMs), &results[rank].outcome);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ExpectAgreement(results, {1, 2, 3});
+}
+
+// The same, but rank 2 never calls again: the root and its joiners fail with
+// a timeout naming it; nobody forms a communicator without it.
+TEST(ShrinkAgreementTest, ALiveMemberThatNeverComesMakesTheOthersTimeOutNotSplit) {
+  constexpr int kShortMs = 800;
+  auto endpoints = MakeEndpoints(4, 14);
+  ExpectAgreement(Shrink(endpoints, {}), {0, 1, 2, 3});
+  endpoints[0].reset();
+  const std::vector<Agreement> results = ShrinkSome(endpoints, {1, 3}, kShortMs);
+  for (int rank : {1, 3}) {
+    EXPECT_EQ(results[rank].status.code(), chorusTimeout) << results[rank].status.message();
+    EXPECT_NE(results[rank].status.message().find("ranks {2} are alive and agreed with it in an earlier shrink"),
+              std::string::npos)
+        << results[rank].status.message();
+  }
 }
 
 }  // namespace

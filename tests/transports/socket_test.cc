@@ -265,6 +265,31 @@ TEST(SocketTest, ConnectTimesOutWhenNobodyListens) {
   EXPECT_EQ(status.code(), chorusTimeout) << status.message();
 }
 
+// A peer known to have listened (a shrink's rendezvous root) that refuses
+// is gone: one attempt, a remote error at once, no waiting for the deadline.
+TEST(SocketTest, ConnectToListenerFailsAtOnceWhenNobodyListens) {
+  SocketAddress address;
+  {
+    Socket probe = LoopbackListener();
+    address = AddressOf(probe);
+  }
+  Socket socket;
+  const auto start = std::chrono::steady_clock::now();
+  Status status = Socket::ConnectToListener(address, Deadline::AfterMs(5000), &socket);
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_NE(status.message().find("its process is gone"), std::string::npos) << status.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  EXPECT_FALSE(socket.valid());
+}
+
+TEST(SocketTest, ConnectToListenerConnectsToAListener) {
+  Socket listener = LoopbackListener();
+  Socket socket, accepted;
+  Status status = Socket::ConnectToListener(AddressOf(listener), Deadline::AfterMs(5000), &socket);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_TRUE(listener.Accept(Deadline::AfterMs(5000), &accepted).ok());
+}
+
 TEST(SocketTest, RecvReportsEofAndDeadline) {
   Socket listener = LoopbackListener();
   Socket client, server;

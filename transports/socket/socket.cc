@@ -112,6 +112,23 @@ Status Socket::Connect(const SocketAddress& address, Deadline deadline, const So
                       " before the deadline (last error: ", ErrnoError(last_error, "connect").message(), ")");
 }
 
+Status Socket::ConnectToListener(const SocketAddress& address, Deadline deadline, Socket* connected) {
+  int fd = -1;
+  CHORUS_RETURN_IF_ERROR(NewSocket(address.family(), &fd));
+  Socket attempt(fd, address.ToString());
+  const int error = TryConnect(fd, address, deadline);
+  if (error == ETIMEDOUT && deadline.Expired()) {
+    return TimeoutError("could not connect to ", address.ToString(), " before the deadline");
+  }
+  if (error != 0) {
+    return RemoteError(ErrnoError(error, StrCat("connect to ", address.ToString())).message(),
+                       ": it was listening, so its process is gone");
+  }
+  CHORUS_RETURN_IF_ERROR(attempt.SetNoDelay());
+  *connected = std::move(attempt);
+  return Status::Ok();
+}
+
 Status Socket::Accept(Deadline deadline, Socket* accepted) const {
   while (true) {
     SocketAddress remote;
