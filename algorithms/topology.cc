@@ -1,5 +1,6 @@
 #include "algorithms/topology.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 
@@ -24,8 +25,27 @@ bool HostLayout::uniform() const {
   return true;
 }
 
+std::vector<int> GroupOrderedLocalRanks(const Topology* topology, const HostLayout& layout, int host) {
+  const std::vector<int>& local = layout.local_ranks(host);
+  if (topology == nullptr || topology->group_of_rank.empty()) return local;
+  std::vector<int> groups;  // in order of their lowest rank: the leader's first
+  for (int rank : local) {
+    const int group = topology->group_of_rank[rank];
+    if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+  }
+  std::vector<int> ordered;
+  for (int group : groups) {
+    for (int rank : local) {
+      if (topology->group_of_rank[rank] == group) ordered.push_back(rank);
+    }
+  }
+  return ordered;
+}
+
 bool IsValidTopology(const Topology* topology, int nranks) {
-  return topology == nullptr || topology->host_of_rank.size() == static_cast<size_t>(nranks);
+  return topology == nullptr || (topology->host_of_rank.size() == static_cast<size_t>(nranks) &&
+                                 (topology->group_of_rank.empty() ||
+                                  topology->group_of_rank.size() == static_cast<size_t>(nranks)));
 }
 
 }  // namespace chorus

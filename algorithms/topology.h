@@ -13,6 +13,10 @@ namespace chorus {
 // and assume nothing else (hosts may differ in size, ranks may interleave).
 struct Topology {
   std::vector<int> host_of_rank;
+  // A level below the host, e.g. NUMA domains (topology/numa_groups.h):
+  // group_of_rank[r] identifies rank r's group; groups never span hosts.
+  // Empty: none. "hier" keeps each group contiguous in its host's tree.
+  std::vector<int> group_of_rank{};
 };
 
 // The hosts of `nranks` ranks, numbered 0..H-1 in order of their lowest rank.
@@ -38,8 +42,13 @@ class HostLayout {
   std::vector<std::vector<int>> ranks_of_host_;
 };
 
-// A topology describes a communicator of `nranks` when it has one entry per
-// rank (nullptr = flat, always valid).
+// The ranks of `host`, leader first, each group of Topology::group_of_rank
+// contiguous: the leader's group, then the others in order of their lowest
+// rank, each in increasing rank order. Without groups: local_ranks(host).
+std::vector<int> GroupOrderedLocalRanks(const Topology* topology, const HostLayout& layout, int host);
+
+// A topology describes a communicator of `nranks` when it has one host per
+// rank and no groups or one per rank (nullptr = flat, always valid).
 bool IsValidTopology(const Topology* topology, int nranks);
 
 }  // namespace chorus

@@ -12,6 +12,7 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
+#include "topology/host_topology.h"
 
 namespace chorus {
 
@@ -130,6 +131,12 @@ struct TransportOptions {
   uint8_t secret[16] = {};   // every connection proves it knows this
   std::string ifname;        // CHORUS_SOCKET_IFNAME syntax ("", "eth0", "^lo", "=eth0")
   int timeout_ms = 300000;   // connection set-up deadline
+  // The rank's host topology (topology/host_topology.h) and its rank among
+  // those on its host, for a transport that places itself by them (TCP with
+  // an empty ifname and several candidate NICs picks the nearest to the
+  // rank's binding, topology/nic_choice.h, ties spread by local rank).
+  const HostTopology* topology = nullptr;  // nullptr: no placement (first-match rule)
+  int local_rank = 0;
 };
 
 class Transport {

@@ -70,6 +70,11 @@ struct TransportDescriptor {
   // ranks decide alone. Null: both published an address for it and, for a
   // same_host_only transport, their host identities are equal.
   bool (*reaches)(const TransportDescriptor& descriptor, const PeerPublication& self, const PeerPublication& peer);
+  // Whether create, given `options`, will place the transport by the host
+  // topology's I/O devices (TCP choosing the NIC nearest to the rank): the
+  // core then has discovery scan for them, which is most of its time. May
+  // be null (never).
+  bool (*uses_io_devices)(const TransportOptions& options);
   // Handed back to create and reaches through the descriptor (e.g. the
   // fabric of a test transport); the built-in ones need none.
   void* context;

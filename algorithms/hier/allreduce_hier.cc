@@ -1,6 +1,7 @@
 // Hierarchical AllReduce ("hier"), three phases over args.topology:
 //  1. inside each host, a binomial-tree reduce of the local ranks to the
-//     host's leader (its lowest rank);
+//     host's leader (its lowest rank), over the ranks ordered by group
+//     (Topology::group_of_rank, NUMA domains) when there are groups;
 //  2. a ring allreduce among the H leaders, the only traffic between hosts:
 //     each leader sends 2(H-1)/H of the vector across hosts;
 //  3. inside each host, a binomial-tree broadcast from the leader.
@@ -8,6 +9,8 @@
 // a ring over all ranks. Everything accumulates in kRecv; phase boundaries
 // are steps of different lengths, so each phase waits for the previous one
 // to finish on the bytes it touches (no cross-phase pipelining).
+#include <algorithm>
+
 #include "algorithms/builders.h"
 #include "algorithms/hier/hierarchical.h"
 #include "algorithms/hier/ring_phases.h"
@@ -21,10 +24,13 @@ Status BuildHierarchicalAllReduceNamed(const CollectiveArgs& args, const char* a
   ScheduleBuilder builder(args, algorithm, out);
   const HostLayout layout(args.topology, args.nranks);
   const int host = layout.host_of(args.rank);
-  const std::vector<int>& local = layout.local_ranks(host);
+  // With groups below the host (NUMA domains) each group is contiguous, so
+  // the binomial tree's subtrees stay inside a group where sizes allow.
+  const std::vector<int> local = GroupOrderedLocalRanks(args.topology, layout, host);
   const int local_count = static_cast<int>(local.size());
+  const int local_index = static_cast<int>(std::find(local.begin(), local.end(), args.rank) - local.begin());
   // The tree works on local indices (root 0 = the leader); map back to ranks.
-  BinomialNode node = BinomialTreeNode(layout.local_index(args.rank), /*root=*/0, local_count);
+  BinomialNode node = BinomialTreeNode(local_index, /*root=*/0, local_count);
   if (node.parent >= 0) node.parent = local[node.parent];
   for (int& child : node.children) child = local[child];
 

@@ -54,6 +54,14 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "Flight recorder dumps go here (JSON lines; %h = hostname, %p = pid, %r = rank): written on a timeout, "
        "a failure, an abort and on SIGUSR1 (the handler is installed only when this is set). Empty: dumps only "
        "through chorusCommDumpTrace with a path. Read them with chorus_trace."},
+      {"CHORUS_TOPO_FILE", "string", "",
+       "hwloc XML file describing this host, used instead of discovering it (as NCCL_TOPO_FILE; write one with "
+       "CHORUS_TOPO_DUMP_FILE or hwloc's lstopo). Needs a build with hwloc."},
+      {"CHORUS_TOPO_DUMP_FILE", "string", "",
+       "Write the topology each communicator discovers (or loads) to this file as hwloc XML. Needs hwloc."},
+      {"CHORUS_THREAD_AFFINITY", "int", "1",
+       "1: a rank bound to some CPUs runs its host streams' worker threads on the NUMA domains of its binding; "
+       "0: threads keep the affinity they inherit. Unbound ranks are never changed."},
       {"CHORUS_ROOT", "string", "", "host:port of the rendezvous for chorusCommInitFromEnv (else MASTER_ADDR/MASTER_PORT)."},
       {"CHORUS_SECRET", "hex128", "",
        "32 hex digits shared by all ranks for chorusCommInitFromEnv; authenticates every connection."},

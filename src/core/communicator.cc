@@ -9,9 +9,13 @@
 #include "core/executor.h"
 #include "kernels/reduce.h"
 #include "core/peer_info.h"
+#include "core/rank_layout.h"
 #include "base/spin_wait.h"
 #include "core/trace_signal.h"
 #include "core/transport_mux.h"
+#include "topology/local_rank.h"
+#include "topology/numa_groups.h"
+#include "topology/thread_placement.h"
 #include "transports/host_identity.h"
 #include "transports/transport_registry.h"
 
@@ -102,6 +106,20 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   std::memcpy(transport_options.secret, id.secret, sizeof(id.secret));
   transport_options.ifname = options.socket_ifname;
   transport_options.timeout_ms = options.timeout_ms;
+  // The rank's host topology first: TCP places its listener by it (the NIC
+  // nearest to the binding) and the host stream workers run on its CPUs.
+  // I/O devices only where a selected transport will place itself by them.
+  const bool io_devices = std::any_of(order.begin(), order.end(), [&](const TransportDescriptor* descriptor) {
+    return descriptor->uses_io_devices != nullptr && descriptor->uses_io_devices(transport_options);
+  });
+  HostTopology host_topology;
+  CHORUS_RETURN_IF_ERROR(RankTopology(rank, io_devices, &host_topology)
+                             .WithContext(StrCat("rank ", rank, ": host topology")));
+  transport_options.topology = &host_topology;
+  transport_options.local_rank = LauncherLocalRank(rank);
+  bool place_threads = false;
+  CHORUS_RETURN_IF_ERROR(HelperThreadPlacementEnabled(&place_threads));
+  if (place_threads) comm->helper_cpus_ = HelperThreadCpus(host_topology);
 
   // Every selected transport; one that cannot be created while others
   // remain is left out with a warning (shm on a /dev/shm too small for its
@@ -111,6 +129,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   std::vector<std::unique_ptr<Transport>> transports;
   PeerInfo mine;
   mine.host = HostIdentity();
+  mine.numa_node = BindingNumaNode(host_topology);
   for (const TransportDescriptor* descriptor : order) {
     std::unique_ptr<Transport> transport;
     Status status = descriptor->create(*descriptor, transport_options, options.transport_vars, &transport);
@@ -136,6 +155,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
   for (int r = 0; r < nranks; ++r) {
     PeerInfo info;
     CHORUS_RETURN_IF_ERROR(PeerInfo::Decode(blobs[r], &info).WithContext(StrCat("rank ", r)));
+    comm->numa_of_rank_.push_back(info.numa_node);  // kept before the publication is sliced off
     peers[r] = std::move(info);
   }
   // Checked over the whole table, so that every rank fails alike.
@@ -146,6 +166,16 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
     size_t index = std::find(hosts.begin(), hosts.end(), peer.host) - hosts.begin();
     if (index == hosts.size()) hosts.push_back(peer.host);
     comm->topology_.host_of_rank.push_back(static_cast<int>(index));
+  }
+  // NUMA domains as a level below the host, where some host has several.
+  std::vector<int> groups = GroupRanksByNuma(comm->topology_.host_of_rank, comm->numa_of_rank_);
+  if (!groups.empty() && *std::max_element(groups.begin(), groups.end()) + 1 > static_cast<int>(hosts.size())) {
+    comm->topology_.group_of_rank = std::move(groups);
+  }
+  if (rank == 0 && CurrentLogLevel() >= LogLevel::kInfo) {
+    std::vector<std::string> host_of_rank;
+    for (const PeerPublication& peer : peers) host_of_rank.push_back(peer.host);
+    CHORUS_INFO("INIT", "layout of ", nranks, " ranks: ", DescribeRankLayout(host_of_rank, comm->numa_of_rank_));
   }
   // Each transport connects to every peer it reaches (whether or not it
   // serves it), as both sides decide alike.

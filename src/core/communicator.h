@@ -13,6 +13,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/topology.h"
+#include "topology/host_topology.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
 #include "core/board_allreduce.h"
@@ -74,6 +75,8 @@ class Communicator {
   // The transport's shares_cores: this host's ranks outnumber its CPUs, so
   // waits on this communicator's work (turns, host streams) do not poll.
   bool cores_shared() const { return cores_shared_; }
+  const std::vector<int>& numa_of_rank() const { return numa_of_rank_; }
+  const CpuList& helper_cpus() const { return helper_cpus_; }
 
   // CHORUS_CHECK: every later launch's collectives are checked across ranks
   // before data moves (core/call_check.h). Call before the communicator is
@@ -156,6 +159,12 @@ class Communicator {
   // identities); fixed for the communicator's life, so the schedule cache
   // need not key on it.
   Topology topology_;
+  // NUMA node of every rank's binding (PeerInfo::numa_node; -1: spans or
+  // unknown), for the layout log and NUMA grouping (topology/numa_groups.h).
+  std::vector<int> numa_of_rank_;
+  // Where this rank's host stream workers run (topology/thread_placement.h);
+  // empty: where they were started.
+  CpuList helper_cpus_;
   std::vector<std::pair<int, size_t>> logged_choices_;  // (collective, bytes) already logged
 
   // Issue order. The tickets are atomics so that a launch that is due at

@@ -5,6 +5,9 @@
 
 #include <cstdint>
 
+#include "base/log.h"
+#include "topology/thread_placement.h"
+
 namespace chorus {
 namespace {
 using std::chrono::microseconds;
@@ -72,6 +75,12 @@ void HostStream::Enqueue(std::function<Status()> work, bool cores_shared) {
   }
   // Cheap when the worker is not asleep (no waiter, no syscall).
   work_cv_.notify_one();
+}
+
+void HostStream::PlaceWorker(const CpuList& cpus) {
+  if (cpus.empty() || placed_.load(std::memory_order_relaxed) || placed_.exchange(true)) return;
+  const Status status = BindThread(static_cast<unsigned long>(worker_.native_handle()), cpus);
+  if (!status.ok()) CHORUS_WARN("INIT", "host stream worker stays where it is: ", status.message());
 }
 
 Status HostStream::Synchronize() {

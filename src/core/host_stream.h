@@ -27,6 +27,7 @@
 
 #include "base/status.h"
 #include "base/spin_wait.h"
+#include "topology/host_topology.h"
 
 namespace chorus {
 
@@ -39,6 +40,10 @@ class HostStream {
 
   // `cores_shared`: the work's communicator shares cores (no polling for it).
   void Enqueue(std::function<Status()> work, bool cores_shared = false);
+  // Restricts the worker to `cpus` (topology/thread_placement.h): the first
+  // non-empty list given wins, later ones change nothing. One relaxed load
+  // once placed.
+  void PlaceWorker(const CpuList& cpus);
   // Waits until everything enqueued so far ran. Returns the first failure
   // since the last Synchronize and clears it. Every item is itself bounded
   // by its communicator's timeout, so this wait is bounded too.
@@ -75,6 +80,7 @@ class HostStream {
   std::atomic<size_t> queued_{0};       // items in queue_
   std::atomic<bool> stopping_{false};
   std::atomic<bool> last_cores_shared_{false};  // of the last item enqueued
+  std::atomic<bool> placed_{false};             // PlaceWorker took a list
   AdaptiveSpin worker_poll_;       // the worker, for new work
   AdaptiveSpin synchronize_poll_;  // Synchronize, for completion
   std::thread worker_;             // last: starts once everything above exists

@@ -86,7 +86,10 @@ Status LaunchTogether(const std::vector<PendingCall>& calls) {
       if (first.ok()) first = status;
     } else {
       bool cores_shared = false;  // any of its communicators' ranks outnumber the CPUs
-      for (const CommLaunch& launch : *launches) cores_shared |= launch.comm->impl->cores_shared();
+      for (const CommLaunch& launch : *launches) {
+        cores_shared |= launch.comm->impl->cores_shared();
+        stream->stream.PlaceWorker(launch.comm->impl->helper_cpus());
+      }
       stream->stream.Enqueue([launches] { return RunLaunches(*launches); }, cores_shared);
     }
   }
@@ -105,6 +108,7 @@ Status Submit(const PendingCall& call) {
   const uint64_t ticket = comm->impl->IssueTicket();
   comm->impl->BeginPending();
   if (call.stream == nullptr) return RunOnComm(comm, ticket, &call.op, 1);
+  call.stream->stream.PlaceWorker(comm->impl->helper_cpus());
   Operation op = call.op;
   if (comm->impl->records()) op.enqueued_ns = FlightRecorder::NowNs();
   call.stream->stream.Enqueue([comm, ticket, op] { return RunOnComm(comm, ticket, &op, 1); },

@@ -1,6 +1,7 @@
 #include "core/peer_info.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace chorus {
@@ -23,13 +24,25 @@ bool GetField(const std::string& blob, size_t* pos, std::string* field) {
   return true;
 }
 
-constexpr char kMagic[] = "CHPI2";
+constexpr char kMagic[] = "CHPI3";  // CHPI2 had no NUMA node
+
+bool ParseNumaNode(const std::string& text, int* out) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value < -1 || value > (1 << 20)) return false;
+  // Only the form Encode writes ("+3", "03", " 3" are malformed), so that a
+  // blob that decodes re-encodes to itself.
+  if (std::to_string(value) != text) return false;
+  *out = static_cast<int>(value);
+  return true;
+}
 
 }  // namespace
 
 std::string PeerInfo::Encode() const {
   std::string out(kMagic);
   PutField(&out, host);
+  PutField(&out, std::to_string(numa_node));
   const uint32_t count = static_cast<uint32_t>(addresses.size());
   out.append(reinterpret_cast<const char*>(&count), sizeof(count));
   for (const PublishedAddress& published : addresses) {
@@ -44,8 +57,10 @@ Status PeerInfo::Decode(const std::string& blob, PeerInfo* out) {
       InternalError("malformed peer information at the rendezvous (a rank of another Chorus version?)");
   size_t pos = sizeof(kMagic) - 1;
   PeerInfo info;
+  std::string numa;
   uint32_t count = 0;
-  if (blob.compare(0, pos, kMagic) != 0 || !GetField(blob, &pos, &info.host) || blob.size() - pos < sizeof(count)) {
+  if (blob.compare(0, pos, kMagic) != 0 || !GetField(blob, &pos, &info.host) || !GetField(blob, &pos, &numa) ||
+      !ParseNumaNode(numa, &info.numa_node) || blob.size() - pos < sizeof(count)) {
     return malformed;
   }
   std::memcpy(&count, blob.data() + pos, sizeof(count));

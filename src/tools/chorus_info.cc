@@ -1,6 +1,7 @@
 // chorus_info: prints the library version and every CHORUS_* variable with
 // its type, default, current value and help; with --tune, the tuner's whole
-// decision table for a given cluster model.
+// decision table for a given cluster model; with --topology, this host's
+// topology as a communicator created here would see it.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,18 +10,22 @@
 #include "base/config.h"
 #include "chorus/chorus.h"
 #include "core/tuner.h"
+#include "topology/discovery.h"
 
 namespace {
 
 void Usage() {
   std::printf(
-      "usage: chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
+      "usage: chorus_info [--topology]\n"
+      "       chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
       "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]]\n"
       "Prints the Chorus version and its environment variables; with --tune, the algorithm the tuner picks\n"
       "for each collective and size under that model, with every candidate's predicted time. The ranks sit\n"
       "on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within the host\n"
       "when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost of each\n"
-      "extra message in flight (default: alpha / 4).\n");
+      "extra message in flight (default: alpha / 4). --topology prints this host's packages, NUMA nodes,\n"
+      "cores, PUs, L3 caches, devices with their NUMA node and this process's binding (hwloc; honours\n"
+      "CHORUS_TOPO_FILE and CHORUS_TOPO_DUMP_FILE).\n");
 }
 
 int PrintTuneTable(int argc, char** argv) {
@@ -63,6 +68,19 @@ int PrintTuneTable(int argc, char** argv) {
   return 0;
 }
 
+int PrintTopology() {
+  chorus::HostTopology topology;
+  const chorus::Status status =
+      chorus::DiscoverHostTopology(chorus::TopologyOptions::FromEnvironment(), &topology);
+  if (!status.ok()) {
+    std::fprintf(stderr, "chorus_info: %s\n", status.message().c_str());
+    return 1;
+  }
+  if (!chorus::TopologyDiscoveryAvailable()) std::printf("built without hwloc: ");
+  std::fputs(chorus::DescribeTopology(topology).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +89,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--tune") == 0) return PrintTuneTable(argc, argv);
+  if (argc == 2 && std::strcmp(argv[1], "--topology") == 0) return PrintTopology();
   if (argc > 1) {
     Usage();
     return 2;

@@ -72,7 +72,7 @@ std::string RunCollectiveCase(const CollectiveCase& c) {
   std::vector<std::vector<uint8_t>> inputs(p);
   const bool rooted_send = c.coll == Collective::kBroadcast || c.coll == Collective::kScatter;
   const bool rooted_recv = c.coll == Collective::kReduce || c.coll == Collective::kGather;
-  const Topology topology{c.host_of_rank};
+  const Topology topology{c.host_of_rank, c.group_of_rank};
 
   for (int r = 0; r < p; ++r) {
     CollectiveArgs args;

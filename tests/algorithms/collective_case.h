@@ -28,6 +28,7 @@ struct CollectiveCase {
   size_t segment_bytes = 0;  // CollectiveArgs::segment_bytes
   int server_count = 0;      // CollectiveArgs::server_count
   std::vector<int> host_of_rank;  // Topology::host_of_rank; empty = no topology
+  std::vector<int> group_of_rank;  // Topology::group_of_rank (with host_of_rank)
   VirtualRunOptions run;
 };
 

@@ -190,6 +190,70 @@ TEST(HierarchicalTraffic, SlicedSpreadsTheSameCrossTrafficOverAllLocalRanks) {
   }
 }
 
+// Groups below the host (NUMA domains): "hier" orders each host's tree by
+// group, so few of its messages cross between groups, and results stay exact.
+std::vector<Schedule> BuildGrouped(const Topology& topology, size_t count) {
+  const int n = static_cast<int>(topology.host_of_rank.size());
+  std::vector<Schedule> schedules(n);
+  for (int r = 0; r < n; ++r) {
+    CollectiveArgs args = RankArgs(Collective::kAllReduce, n, r, count);
+    args.topology = &topology;
+    const Status status = BuildSchedule(args, Algorithm::kHierarchical, &schedules[r]);
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+  return schedules;
+}
+
+// Messages sent between ranks of one host and different groups.
+int CrossGroupSends(const std::vector<Schedule>& schedules, const Topology& topology) {
+  int sends = 0;
+  for (size_t r = 0; r < schedules.size(); ++r) {
+    for (const Step& step : schedules[r].steps) {
+      sends += step.kind == StepKind::kSend && topology.host_of_rank[step.peer] == topology.host_of_rank[r] &&
+               topology.group_of_rank[step.peer] != topology.group_of_rank[r];
+    }
+  }
+  return sends;
+}
+
+TEST(HierarchicalGroups, TreeStaysInsideGroups) {
+  // One host, 8 ranks, NUMA domains interleaved (rank r on domain r % 2).
+  const Topology interleaved{std::vector<int>(8, 0), {0, 1, 0, 1, 0, 1, 0, 1}};
+  EXPECT_EQ(CrossGroupSends(BuildGrouped(interleaved, 64), interleaved), 2);  // one up, one down
+  const Topology ungrouped{interleaved.host_of_rank};
+  Topology counted = ungrouped;
+  counted.group_of_rank = interleaved.group_of_rank;
+  EXPECT_EQ(CrossGroupSends(BuildGrouped(ungrouped, 64), counted), 8);  // without groups: by rank
+  // Two hosts of 8, each split 4 + 4 in blocks: only the leaders' subtrees cross.
+  const Topology blocked{{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+                         {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}};
+  EXPECT_EQ(CrossGroupSends(BuildGrouped(blocked, 64), blocked), 4);
+}
+
+TEST(HierarchicalGroups, MatchesReference) {
+  const std::vector<std::pair<std::vector<int>, std::vector<int>>> shapes = {
+      {std::vector<int>(8, 0), {0, 1, 0, 1, 0, 1, 0, 1}},
+      {std::vector<int>(5, 0), {1, 0, 0, 1, 0}},
+      {{0, 1, 0, 1, 0, 1}, {0, 2, 1, 2, 1, 3}},
+      {{0, 0, 0, 1, 1, 1, 1}, {0, 1, 0, 2, 3, 3, 2}},
+  };
+  for (const auto& [hosts, groups] : shapes) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1031}}) {
+      CollectiveCase c;
+      c.coll = Collective::kAllReduce;
+      c.algo = Algorithm::kHierarchical;
+      c.nranks = static_cast<int>(hosts.size());
+      c.count = count;
+      c.host_of_rank = hosts;
+      c.group_of_rank = groups;
+      c.dtype = chorusInt32;
+      c.op = ReduceOp::kSum;
+      const std::string error = RunCollectiveCase(c);
+      EXPECT_TRUE(error.empty()) << error;
+    }
+  }
+}
+
 // (kind, peer, bytes) of the messages, ignoring local copies.
 std::vector<std::tuple<StepKind, int, size_t>> Messages(const Schedule& schedule) {
   std::vector<std::tuple<StepKind, int, size_t>> out;

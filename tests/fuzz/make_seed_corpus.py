@@ -39,10 +39,12 @@ def u64(v):
     return struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
 
 
-def peer_info(host, tcp, shm):
-    out = b"CHPI1"
-    for field in (host, tcp, shm):
-        out += u32(len(field)) + field
+def peer_info(host, tcp, shm, numa=b"-1"):
+    # core/peer_info.cc: host, NUMA node (decimal), then (transport, address) pairs.
+    pairs = [(b"tcp", tcp)] + ([(b"shm", shm)] if shm else [])
+    out = b"CHPI3" + u32(len(host)) + host + u32(len(numa)) + numa + u32(len(pairs))
+    for name, address in pairs:
+        out += u32(len(name)) + name + u32(len(address)) + address
     return out
 
 
@@ -64,7 +66,7 @@ def main():
     write("unique_id", "raw_bad_checksum", b"CHID\x01\x0f\x00\x00" + secret + b"127.0.0.1:29500".ljust(96, b"\0") + bytes(8))
 
     # rendezvous: rank count - 1, then a request, a reply header or a table.
-    blob0 = peer_info(b"host-a:boot:ns", b"10.0.0.1:4000", b"shm1 100 1048576 /chorus-shm-x-0-100-ab host-a:boot:ns")
+    blob0 = peer_info(b"host-a:boot:ns", b"10.0.0.1:4000", b"shm1 100 1048576 /chorus-shm-x-0-100-ab host-a:boot:ns", b"0")
     blob1 = peer_info(b"host-b:boot:ns", b"10.0.0.2:4000", b"")
     write("rendezvous", "table_2", b"\x01" + u32(len(blob0)) + blob0 + u32(len(blob1)) + blob1)
     write("rendezvous", "table_1_empty_blob", b"\x00" + u32(0))

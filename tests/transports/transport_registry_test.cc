@@ -46,6 +46,15 @@ TEST(TransportRegistryTest, FindsTheBuiltInTransports) {
   EXPECT_EQ(registry.KnownNames(), "shm, tcp");
 }
 
+TEST(TransportRegistryTest, OnlyTcpWithoutAnInterfaceAsksForIoDevices) {
+  const TransportRegistry& registry = BuiltinTransports();
+  EXPECT_EQ(registry.Find("shm")->uses_io_devices, nullptr);
+  ASSERT_NE(registry.Find("tcp")->uses_io_devices, nullptr);
+  TransportOptions options;
+  options.ifname = "lo";  // a named interface: nothing to choose
+  EXPECT_FALSE(registry.Find("tcp")->uses_io_devices(options));
+}
+
 TEST(TransportRegistryTest, AutoOrdersByPreference) {
   EXPECT_EQ(Names(Parse("auto")), (std::vector<std::string>{"shm", "tcp"}));
 }

@@ -4,6 +4,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -92,6 +93,15 @@ Status ChooseInterface(const std::string& spec, const std::vector<NetworkInterfa
   }
   *chosen = *match;
   return Status::Ok();
+}
+
+std::vector<std::string> DefaultInterfaceCandidates(const std::vector<NetworkInterface>& interfaces) {
+  std::vector<std::string> names;
+  for (const NetworkInterface& i : interfaces) {
+    if (!i.up || i.loopback || i.address.family() != AF_INET || i.name.rfind("docker", 0) == 0) continue;
+    if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
+  }
+  return names;
 }
 
 Status ListInterfaces(std::vector<NetworkInterface>* interfaces) {

@@ -38,6 +38,10 @@ struct InterfaceFilter {
 Status ChooseInterface(const std::string& spec, const std::vector<NetworkInterface>& interfaces,
                        NetworkInterface* chosen);
 
+// The names of the interfaces the default rule ("") chooses among first:
+// up, not loopback, IPv4, not docker*; in list order, each name once.
+std::vector<std::string> DefaultInterfaceCandidates(const std::vector<NetworkInterface>& interfaces);
+
 // The host's interfaces with an IPv4 or IPv6 address, via getifaddrs.
 Status ListInterfaces(std::vector<NetworkInterface>* interfaces);
 

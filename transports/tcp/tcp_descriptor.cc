@@ -1,5 +1,6 @@
 // The TCP transport's registry entry and its own variables.
 #include "base/config.h"
+#include "transports/tcp/tcp_interface_choice.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport_registry.h"
 
@@ -19,6 +20,8 @@ Status CreateTcp(const TransportDescriptor&, const TransportOptions& common, con
   static_cast<TransportOptions&>(options) = common;
   return CreateTcpTransport(options, out);
 }
+
+bool TcpUsesIoDevices(const TransportOptions& options) { return TcpMayChooseInterface(options.ifname); }
 
 }  // namespace
 
@@ -42,6 +45,7 @@ TransportDescriptor TcpTransportDescriptor() {
   descriptor.variables = kTcpVariables;
   descriptor.check = CheckTcpVars;
   descriptor.create = CreateTcp;
+  descriptor.uses_io_devices = TcpUsesIoDevices;
   return descriptor;
 }
 

@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "transports/socket/interface.h"
+#include "transports/tcp/tcp_interface_choice.h"
 #include "transports/tcp/tcp_mesh.h"
 
 namespace chorus {
@@ -49,6 +50,9 @@ Status CreateTcpTransport(const TcpOptions& options, std::unique_ptr<Transport>*
   }
   std::unique_ptr<TcpTransport> created(new TcpTransport(options));
   CHORUS_RETURN_IF_ERROR(created->Listen());
+  // Only the listener's NIC choice reads the topology, and the caller's does
+  // not outlive creation (Communicator::Create): keep no pointer to it.
+  created->options_.topology = nullptr;
   *transport = std::move(created);
   return Status::Ok();
 }
@@ -59,7 +63,7 @@ TcpTransport::~TcpTransport() = default;
 
 Status TcpTransport::Listen() {
   NetworkInterface chosen;
-  CHORUS_RETURN_IF_ERROR(FindInterface(options_.ifname, &chosen));
+  CHORUS_RETURN_IF_ERROR(FindInterface(ChooseInterfaceSpec(options_), &chosen));
   // Accepted lanes inherit the listener's buffer sizes (set before listen()).
   CHORUS_RETURN_IF_ERROR(Socket::Listen(chosen.address, TcpLaneBuffers(options_), &listener_));
   SocketAddress bound;
