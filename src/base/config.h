@@ -17,7 +17,8 @@ struct EnvVarSpec {
   const char* help;
 };
 
-// The one table (also printed by `chorus_info --env`).
+// The one table (printed by `chorus_info`; `chorus_info --variables-markdown`
+// writes it as the Markdown table of docs/tuning.md).
 const std::vector<EnvVarSpec>& AllEnvVars();
 
 // Value of a declared variable: the environment's if set, else its default.

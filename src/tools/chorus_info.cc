@@ -1,5 +1,6 @@
 // chorus_info: prints the library version and every CHORUS_* variable with
-// its type, default, current value and help; with --tune, the tuner's whole
+// its type, default, current value and help; with --variables-markdown, the
+// same table as Markdown (docs/tuning.md); with --tune, the tuner's whole
 // decision table for a given cluster model; with --topology, this host's
 // topology as a communicator created here would see it.
 #include <cstdio>
@@ -11,15 +12,17 @@
 #include "chorus/chorus.h"
 #include "core/tuner.h"
 #include "topology/discovery.h"
+#include "tools/variables_markdown.h"
 
 namespace {
 
 void Usage() {
   std::printf(
-      "usage: chorus_info [--topology]\n"
+      "usage: chorus_info [--topology | --variables-markdown]\n"
       "       chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
       "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]]\n"
-      "Prints the Chorus version and its environment variables; with --tune, the algorithm the tuner picks\n"
+      "Prints the Chorus version and its environment variables; with --variables-markdown, their table as\n"
+      "Markdown (the one in docs/tuning.md); with --tune, the algorithm the tuner picks\n"
       "for each collective and size under that model, with every candidate's predicted time. The ranks sit\n"
       "on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within the host\n"
       "when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost of each\n"
@@ -90,6 +93,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--tune") == 0) return PrintTuneTable(argc, argv);
   if (argc == 2 && std::strcmp(argv[1], "--topology") == 0) return PrintTopology();
+  if (argc == 2 && std::strcmp(argv[1], "--variables-markdown") == 0) {
+    std::fputs(chorus::VariablesMarkdown(chorus::AllEnvVars()).c_str(), stdout);
+    return 0;
+  }
   if (argc > 1) {
     Usage();
     return 2;
