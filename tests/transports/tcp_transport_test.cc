@@ -258,6 +258,53 @@ TEST(TcpTransportTest, ConnectDeadlineGivesTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
+// A peer's address comes from the rendezvous, so it listened before: once
+// its listener refuses (its process died, or it gave up), the ranks waiting
+// for it fail at once naming it, instead of waiting out a long deadline.
+TEST(TcpTransportTest, ConnectingToAPeerThatIsGoneFailsAtOnce) {
+  std::unique_ptr<Transport> gone, rank1;
+  ASSERT_TRUE(CreateTcpTransport(Options(0, 2, 2), &gone).ok());
+  ASSERT_TRUE(CreateTcpTransport(Options(1, 2, 2), &rank1).ok());
+  const std::vector<std::string> addresses = {gone->LocalAddress(), rank1->LocalAddress()};
+  gone.reset();
+  const auto start = std::chrono::steady_clock::now();
+  Status status = rank1->Connect(addresses, Deadline::AfterMs(60000));
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_NE(status.message().find("peer 0"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("its process is gone"), std::string::npos) << status.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(TcpTransportTest, WaitingForAPeerThatIsGoneFailsSoon) {
+  std::unique_ptr<Transport> rank0, gone;
+  ASSERT_TRUE(CreateTcpTransport(Options(0, 2, 2), &rank0).ok());
+  ASSERT_TRUE(CreateTcpTransport(Options(1, 2, 2), &gone).ok());
+  const std::vector<std::string> addresses = {rank0->LocalAddress(), gone->LocalAddress()};
+  gone.reset();
+  const auto start = std::chrono::steady_clock::now();
+  Status status = rank0->Connect(addresses, Deadline::AfterMs(60000));
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_NE(status.message().find("waited for peer 1"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("which is gone"), std::string::npos) << status.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A peer that is merely late is probed (it listens) and still connects.
+TEST(TcpTransportTest, ALatePeerIsProbedAndStillConnects) {
+  std::vector<std::unique_ptr<Transport>> transports(3);
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(CreateTcpTransport(Options(rank, 3, 2), &transports[rank]).ok());
+    addresses.push_back(transports[rank]->LocalAddress());
+  }
+  std::vector<Status> results(3);
+  ForEachRank(3, [&](int rank) {
+    if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
+  });
+  for (int rank = 0; rank < 3; ++rank) EXPECT_TRUE(results[rank].ok()) << rank << ": " << results[rank].message();
+}
+
 TEST(TcpTransportTest, UnauthenticatedConnectionIsDroppedWithoutBlockingOthers) {
   std::vector<std::unique_ptr<Transport>> transports(2);
   ASSERT_TRUE(CreateTcpTransport(Options(0, 2, 1), &transports[0]).ok());

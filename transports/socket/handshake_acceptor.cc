@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/log.h"
+
 namespace chorus {
 
 // One connection on its way through the handshake: it sends the challenge,
@@ -212,12 +214,25 @@ void HandshakeAcceptor::Drop(size_t index, const Status& why) {
   options_.on_drop(why);
 }
 
+bool HandshakeAcceptor::ClosedWithoutAWord(const Pending& pending, const Status& why) {
+  const bool silent = pending.phase == Pending::Phase::kSendChallenge ||
+                      (pending.phase == Pending::Phase::kReadReply && pending.reply_bytes == 0);
+  return silent && why.code() == chorusRemoteError;
+}
+
 void HandshakeAcceptor::AdvanceAt(size_t index, std::vector<AdmittedConnection>* admitted) {
   Status why;
   switch (Advance(pending_[index], &why)) {
     case Step::kWaiting:
       return;
     case Step::kFailed:
+      if (ClosedWithoutAWord(pending_[index], why)) {
+        // A liveness probe (or a port scan): it sent nothing, so it cannot
+        // be a peer that failed to authenticate; not worth a warning.
+        CHORUS_TRACE("NET", options_.where, ": ", why.message());
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(index));
+        return;
+      }
       Drop(index, why);
       return;
     case Step::kAdmitted: {

@@ -93,6 +93,7 @@ class HandshakeAcceptor {
   Status AcceptNew(std::vector<AdmittedConnection>* admitted);
   void AdvanceAt(size_t index, std::vector<AdmittedConnection>* admitted);
   void Drop(size_t index, const Status& why);
+  static bool ClosedWithoutAWord(const Pending& pending, const Status& why);
   void MakeRoomFor(const std::string& source);
   void DropExpired();
 

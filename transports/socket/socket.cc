@@ -112,10 +112,12 @@ Status Socket::Connect(const SocketAddress& address, Deadline deadline, const So
                       " before the deadline (last error: ", ErrnoError(last_error, "connect").message(), ")");
 }
 
-Status Socket::ConnectToListener(const SocketAddress& address, Deadline deadline, Socket* connected) {
+Status Socket::ConnectToListener(const SocketAddress& address, Deadline deadline, const SocketBuffers& buffers,
+                                 Socket* connected) {
   int fd = -1;
   CHORUS_RETURN_IF_ERROR(NewSocket(address.family(), &fd));
   Socket attempt(fd, address.ToString());
+  CHORUS_RETURN_IF_ERROR(attempt.SetBuffers(buffers));
   const int error = TryConnect(fd, address, deadline);
   if (error == ETIMEDOUT && deadline.Expired()) {
     return TimeoutError("could not connect to ", address.ToString(), " before the deadline");

@@ -55,7 +55,11 @@ class Socket {
   // One attempt, to a peer known to listen already (so a refusal means its
   // process is gone, and retrying would only wait for the deadline):
   // refused or reset is chorusRemoteError.
-  static Status ConnectToListener(const SocketAddress& address, Deadline deadline, Socket* connected);
+  static Status ConnectToListener(const SocketAddress& address, Deadline deadline, Socket* connected) {
+    return ConnectToListener(address, deadline, {}, connected);
+  }
+  static Status ConnectToListener(const SocketAddress& address, Deadline deadline, const SocketBuffers& buffers,
+                                  Socket* connected);
   // Waits for one connection until `deadline`; non-blocking with TCP_NODELAY.
   Status Accept(Deadline deadline, Socket* accepted) const;
 

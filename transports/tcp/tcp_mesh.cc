@@ -10,6 +10,12 @@ namespace {
 
 // Accept waits in slices so that cancellation is noticed.
 constexpr int kAcceptSliceMs = 100;
+// A peer whose lanes are late is asked whether it still listens: first
+// after this long without a new lane (a healthy mesh is done by then), then
+// this often. Its listener stays open until its own mesh is complete, which
+// needs our lanes, so a refusal means it is gone.
+constexpr int kProbeLatePeersAfterMs = 500;
+constexpr int kProbeLatePeersEveryMs = 250;
 
 Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
 
@@ -18,9 +24,13 @@ Status ConnectLanes(const TcpOptions& options, int peer, const std::string& addr
   SocketAddress target;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target).WithContext(TcpPeerLabel(peer, address)));
   for (int lane = 0; lane < options.nsocks; ++lane) {
+    // The address came from the rendezvous, so the peer listened before:
+    // a refusal means it is gone (it died, or gave up creating the
+    // communicator), and retrying would only wait out the deadline.
     Socket socket;
-    CHORUS_RETURN_IF_ERROR(Socket::Connect(target, deadline, TcpLaneBuffers(options), &socket)
-                               .WithContext(StrCat("connecting to ", TcpPeerLabel(peer, address))));
+    CHORUS_RETURN_IF_ERROR(Socket::ConnectToListener(target, deadline, TcpLaneBuffers(options), &socket)
+                               .WithContext(StrCat("TCP transport rank ", options.rank, ": connecting to ",
+                                                   TcpPeerLabel(peer, address))));
     socket.set_peer_name(TcpPeerLabel(peer, address));
     Hello hello;
     hello.purpose = ConnectionPurpose::kTcpLane;
@@ -47,6 +57,27 @@ std::string MissingLanes(const std::vector<std::vector<Socket>>& lanes, const st
   return missing;
 }
 
+// Asks every peer with lanes still missing whether it listens (see
+// kProbeLatePeersAfterMs): chorusRemoteError naming the first that refuses.
+Status ProbeLatePeers(const TcpOptions& options, const std::vector<std::string>& addresses, Deadline deadline,
+                      const std::vector<std::vector<Socket>>& lanes) {
+  for (int peer = options.rank + 1; peer < options.nranks; ++peer) {
+    if (addresses[peer].empty()) continue;
+    const bool missing = std::any_of(lanes[peer].begin(), lanes[peer].end(), [](const Socket& s) { return !s.valid(); });
+    if (!missing) continue;
+    SocketAddress target;
+    CHORUS_RETURN_IF_ERROR(ParseSocketAddress(addresses[peer], &target));
+    Socket probe;  // closed at once: the peer's acceptor drops it quietly
+    Status status = Socket::ConnectToListener(target, Sooner(deadline, Deadline::AfterMs(kAcceptSliceMs)), &probe);
+    if (status.code() == chorusRemoteError) {
+      return RemoteError("TCP transport: rank ", options.rank, " waited for ", TcpPeerLabel(peer, addresses[peer]),
+                         ", which is gone: its listener refuses connections (its process ended, or it gave up "
+                         "creating the communicator)");
+    }
+  }
+  return Status::Ok();
+}
+
 // Lanes authenticate concurrently (HandshakeAcceptor): a stranger that
 // stays silent or trickles junk delays no peer's lane.
 Status AcceptLanes(const TcpOptions& options, const Socket& listener, const std::vector<std::string>& addresses,
@@ -63,6 +94,7 @@ Status AcceptLanes(const TcpOptions& options, const Socket& listener, const std:
   acceptor_options.max_pending_per_source = std::max(kMaxPendingPerSource, expected);
   HandshakeAcceptor acceptor(listener, options.secret, acceptor_options);
   std::vector<AdmittedConnection> admitted;
+  Deadline next_probe = Deadline::AfterMs(kProbeLatePeersAfterMs);
   while (expected > 0) {
     if (cancelled.load()) return InvalidUsage("TCP transport shut down while connecting");
     if (deadline.Expired()) {
@@ -87,6 +119,11 @@ Status AcceptLanes(const TcpOptions& options, const Socket& listener, const std:
       connection.socket.set_peer_name(TcpPeerLabel(hello.rank, connection.socket.peer_name()));
       (*lanes)[hello.rank][hello.lane] = std::move(connection.socket);
       --expected;
+      next_probe = Deadline::AfterMs(kProbeLatePeersAfterMs);
+    }
+    if (expected > 0 && next_probe.Expired()) {
+      CHORUS_RETURN_IF_ERROR(ProbeLatePeers(options, addresses, deadline, *lanes));
+      next_probe = Deadline::AfterMs(kProbeLatePeersEveryMs);
     }
   }
   return Status::Ok();
