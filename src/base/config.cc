@@ -11,7 +11,7 @@ namespace chorus {
 const std::vector<EnvVarSpec>& AllEnvVars() {
   static const std::vector<EnvVarSpec> kVars = {
       {"CHORUS_DEBUG", "level", "WARN", "Log level: NONE, WARN, INFO or TRACE."},
-      {"CHORUS_DEBUG_SUBSYS", "string", "", "Comma-separated subsystems to log (INIT,COLL,NET,BOOT,...); empty = all."},
+      {"CHORUS_DEBUG_SUBSYS", "string", "", "Comma-separated subsystems to log (INIT, NET, TUNE, COLL, SHRINK, MPI); empty = all."},
       {"CHORUS_DEBUG_FILE", "string", "", "Log to this file instead of stderr; %h = hostname, %p = pid."},
       {"CHORUS_TIMEOUT_MS", "int", "300000", "Deadline in ms of every wait (init, collectives, connections)."},
       {"CHORUS_NSOCKS", "int", "2", "TCP sockets per peer; messages are spread over them."},

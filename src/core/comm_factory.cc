@@ -220,6 +220,9 @@ Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* c
                  std::unique_ptr<chorusComm>* out) {
   Communicator& comm = *parent->impl;
   const int nranks = comm.nranks(), rank = comm.rank();
+  // Bad input fails here, before this rank takes part in any exchange.
+  CommOptions options = comm.options();
+  if (config != nullptr) CHORUS_RETURN_IF_ERROR(ResolveOptions(config, &options));
   int32_t mine[2] = {color, key};
   std::vector<int32_t> all(2 * static_cast<size_t>(nranks));
   CHORUS_RETURN_IF_ERROR(AllGatherBytes(parent, mine, sizeof(mine), all.data()));
@@ -231,9 +234,6 @@ Status SplitComm(chorusComm* parent, int color, int key, const chorusConfig_t* c
   }
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
   bool leader = color != CHORUS_SPLIT_NOCOLOR && !members.empty() && members.front() == rank;
-
-  CommOptions options = comm.options();
-  if (config != nullptr) CHORUS_RETURN_IF_ERROR(ResolveOptions(config, &options));
   chorusUniqueId my_id;
   std::memset(&my_id, 0, sizeof(my_id));
   if (leader) {

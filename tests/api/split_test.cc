@@ -2,6 +2,7 @@
 // collectives on the new communicators.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 #include "tests/api/harness.h"
@@ -97,6 +98,22 @@ TEST(SplitTest, EveryRankAlone) {
     EXPECT_EQ(out, rank * 100);
     EXPECT_EQ(chorusCommDestroy(alone), chorusSuccess);
   });
+}
+
+// A bad config is refused before the rank takes part in any exchange: at
+// once, even when no other rank calls split; *newcomm is NULL.
+TEST(SplitTest, ABadConfigFailsAtOnceAndWritesNothing) {
+  chorusConfig_t parent_config = MakeConfig(nullptr, 60000);
+  ThreadComms comms = ThreadComms::InitRank(2, &parent_config);
+  ASSERT_TRUE(comms.ok()) << comms.error();
+  chorusConfig_t bad = MakeConfig("no_such_algorithm", -1);
+  chorusComm_t out = reinterpret_cast<chorusComm_t>(&bad);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(chorusCommSplit(comms[0], 0, 0, &out, &bad), chorusInvalidArgument);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(out, nullptr);
+  EXPECT_NE(std::string(chorusGetLastError(comms[0])).find("no_such_algorithm"), std::string::npos)
+      << chorusGetLastError(comms[0]);
 }
 
 }  // namespace
