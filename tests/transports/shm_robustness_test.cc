@@ -221,6 +221,29 @@ TEST(ShmRobustnessTest, PeerKilledBeforeTheAddressExchangeLeavesNoSegment) {
   EXPECT_TRUE(SegmentsOf(secret).empty());
 }
 
+// A rank killed after set-up finished elsewhere (its peers mapped its
+// segment, it never unlinked the name) leaves nothing once a survivor's
+// connected transport shuts down.
+TEST(ShmRobustnessTest, ShutdownAfterSetUpRemovesSegmentsOfDeadRanks) {
+  uint8_t secret[16];
+  NewSecret(secret);
+  std::vector<std::unique_ptr<Transport>> ranks(2);
+  ASSERT_TRUE(CreateShmTransport(FreshOptions(0, 2, secret), &ranks[0]).ok());
+  ASSERT_TRUE(CreateShmTransport(FreshOptions(1, 2, secret), &ranks[1]).ok());
+  const std::vector<std::string> addresses = {ranks[0]->LocalAddress(), ranks[1]->LocalAddress()};
+  std::vector<Status> connected(2);
+  std::thread other([&] { connected[1] = ranks[1]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs)); });
+  connected[0] = ranks[0]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
+  other.join();
+  ASSERT_TRUE(connected[0].ok() && connected[1].ok()) << connected[0].message() << connected[1].message();
+  DyingRank child(secret);  // a segment of the communicator whose creator dies
+  ASSERT_TRUE(child.WaitCreated());
+  child.Kill(/*reap=*/true);
+  EXPECT_EQ(SegmentsOf(secret).size(), 1u);  // the connected ranks unlinked theirs
+  ranks[0].reset();
+  EXPECT_TRUE(SegmentsOf(secret).empty());
+}
+
 TEST(ShmRobustnessTest, LiveSegmentsOfTheCommunicatorAreKept) {
   uint8_t secret[16];
   NewSecret(secret);

@@ -8,8 +8,11 @@
 // What guarantees that no segment outlives its use:
 //  1. Normal set-up: the creator unlinks the name once every peer mapped it.
 //  2. A failed set-up (Connect fails, or the transport is dropped
-//     unconnected): the rank unlinks its own name and every segment of its
-//     communicator whose creator is gone (UnlinkSegmentsOfDeadRanks).
+//     unconnected), and every shutdown: the rank unlinks its own name and
+//     every segment of its communicator whose creator is gone
+//     (UnlinkSegmentsOfDeadRanks), so a creator killed after its peers
+//     mapped its segment and before it unlinked the name leaves nothing
+//     once a survivor shuts down.
 //  3. Every other way (every rank of a communicator killed during set-up,
 //     e.g. SIGKILL or an unhandled SIGTERM while waiting at the rendezvous):
 //     whoever creates a segment next sweeps the orphans of every

@@ -250,9 +250,11 @@ void ShmTransport::Shutdown() {
   if (shut_down_.exchange(true) || segment_ == nullptr) return;
   header()->closed.store(1, std::memory_order_seq_cst);
   segment_->Unlink();
-  // Set-up never finished (a peer may have died before anyone mapped its
-  // segment): remove what dead ranks of this communicator left behind.
-  if (!connected_) shm::UnlinkSegmentsOfDeadRanks(options_.secret);
+  // Remove what dead ranks of this communicator left behind: one that died
+  // before anyone mapped its segment (set-up never finished), or after its
+  // peers mapped it but before it unlinked its name (set-up finished here).
+  // Only segments whose creator is gone go; one readdir of /dev/shm.
+  shm::UnlinkSegmentsOfDeadRanks(options_.secret);
   for (Peer* peer : connected_peers_) shm::WakeOwner(peer->header());
   shm::WakeOwner(header());
   // A peer may be copying out of one of our buffers right now; once we
