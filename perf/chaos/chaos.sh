@@ -26,4 +26,4 @@ binary=$build/tests/chaos/chaos_test
 [ -x "$binary" ] || { echo "$binary not built (source scripts/setup.sh; chorus_configure_and_build)" >&2; exit 2; }
 echo "chaos: $trials trials, seed $seed"
 CHORUS_CHAOS_TRIALS=$trials CHORUS_CHAOS_SEED=$seed "$binary" 2>/dev/null |
-  grep -E '^(chaos:|  +[0-9]+  |\[  (PASSED|FAILED)  \]|.*Failure|.*exited [0-9]+)'
+  grep -E '^(chaos:|  +[0-9]+  |  slowest|\[  (PASSED|FAILED)  \]|.*Failure|.*exited [0-9]+)'

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -247,7 +248,9 @@ int CheckShrunk(chorusComm_t shrunk, int old_rank) {
   return kJoined + 10 * size + new_rank;
 }
 
-int RankBody(const Trial& trial, const chorusUniqueId& id, int rank) {
+// `failing_call_seconds` (shared with the parent) receives how long the
+// collective call that failed took: the detection time, at most.
+int RankBody(const Trial& trial, const chorusUniqueId& id, int rank, double* failing_call_seconds) {
   setenv("CHORUS_TRANSPORT", trial.transport.c_str(), 1);
   const double limit = kTimeoutMs / 1000.0 + kSlackSeconds;
   const bool victim = rank == trial.victim;
@@ -270,6 +273,7 @@ int RankBody(const Trial& trial, const chorusUniqueId& id, int rank) {
     bool wrong = false;
     start = std::chrono::steady_clock::now();
     result = RunRound(trial, comm, rank, round, &wrong);
+    if (result != chorusSuccess) *failing_call_seconds = SecondsSince(start);
     if (SecondsSince(start) > limit) return kTooSlow;
     if (result == chorusSuccess && wrong) return kWrong;
   }
@@ -329,6 +333,7 @@ struct Outcome {
   std::vector<std::string> leaked;          // segments of a rank that was killed
   std::vector<std::string> left_by_stopped;  // segments of a stopped rank killed at the end
   bool small_shm = false;  // ran with /dev/shm full
+  std::vector<double> failing_call_seconds;  // of survivors whose collective failed
 };
 
 // A private mount namespace whose /dev/shm is a 256 KiB tmpfs, for the
@@ -365,10 +370,18 @@ Outcome RunTrial(const Trial& trial) {
   outcome.small_shm = small_shm != nullptr && small_shm->ok();
   const std::set<std::string> before = Segments();
   std::fflush(nullptr);
+  const size_t shared_bytes = sizeof(double) * static_cast<size_t>(trial.nranks);
+  void* shared = mmap(nullptr, shared_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    outcome.crash = true;
+    return outcome;
+  }
+  auto* seconds = static_cast<double*>(shared);
+  for (int rank = 0; rank < trial.nranks; ++rank) seconds[rank] = 0;
   std::vector<pid_t> pids(trial.nranks, -1);
   for (int rank = 0; rank < trial.nranks; ++rank) {
     pids[rank] = fork();
-    if (pids[rank] == 0) _exit(RankBody(trial, id, rank));
+    if (pids[rank] == 0) _exit(RankBody(trial, id, rank, &seconds[rank]));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<bool> done(trial.nranks, false);
@@ -408,6 +421,12 @@ Outcome RunTrial(const Trial& trial) {
     kill(pids[rank], SIGKILL);
     waitpid(pids[rank], nullptr, 0);
   }
+  for (int rank = 0; rank < trial.nranks; ++rank) {
+    if (rank != trial.victim && rank != trial.first_death && seconds[rank] > 0) {
+      outcome.failing_call_seconds.push_back(seconds[rank]);
+    }
+  }
+  munmap(shared, shared_bytes);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (const std::string& name : Segments()) {
     if (before.count(name) != 0 || MappedByAnyone(name)) continue;
@@ -429,6 +448,7 @@ TEST(ChaosTest, RandomFaultsNeverGiveWrongResultsHangsCrashesOrLeaks) {
   const uint64_t seed = static_cast<uint64_t>(EnvInt("CHORUS_CHAOS_SEED", 1));
   std::mt19937_64 random(seed);
   std::map<std::string, int> counts;
+  double slowest[2] = {0, 0};  // failing collective call after a SIGKILL, a SIGSTOP
   const auto start = std::chrono::steady_clock::now();
   for (int t = 0; t < trials; ++t) {
     const Trial trial = Draw(random);
@@ -456,6 +476,11 @@ TEST(ChaosTest, RandomFaultsNeverGiveWrongResultsHangsCrashesOrLeaks) {
       ++counts["BAD: split membership"];
       ADD_FAILURE() << trial.Describe() << ": survivors that shrank disagree";
     }
+    for (double seconds : outcome.failing_call_seconds) {
+      double& worst = slowest[trial.fault == Fault::kKill ? 0 : 1];
+      worst = std::max(worst, seconds);
+      if (seconds > kTimeoutMs / 1000.0 + 1) ++counts["failing call longer than the deadline + 1 s"];
+    }
     if (outcome.victim_completed) ++counts["victim finished before its fault"];
     if (outcome.small_shm) ++counts["trial with /dev/shm full"];
     if (trial.small_shm && !outcome.small_shm) ++counts["trial meant for a full /dev/shm ran normally (no namespace)"];
@@ -470,6 +495,8 @@ TEST(ChaosTest, RandomFaultsNeverGiveWrongResultsHangsCrashesOrLeaks) {
   std::printf("chaos: %d trials (seed %llu) in %.1f s\n", trials, static_cast<unsigned long long>(seed),
               SecondsSince(start));
   for (const auto& [what, count] : counts) std::printf("  %5d  %s\n", count, what.c_str());
+  std::printf("  slowest failing collective call: %.3f s after a SIGKILL, %.3f s after a SIGSTOP (deadline %.1f s)\n",
+              slowest[0], slowest[1], kTimeoutMs / 1000.0);
 }
 
 }  // namespace
