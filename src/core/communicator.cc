@@ -177,16 +177,6 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
     for (const PeerPublication& peer : peers) host_of_rank.push_back(peer.host);
     CHORUS_INFO("INIT", "layout of ", nranks, " ranks: ", DescribeRankLayout(host_of_rank, comm->numa_of_rank_));
   }
-  // Each transport connects to every peer it reaches (whether or not it
-  // serves it), as both sides decide alike.
-  for (size_t t = 0; t < transports.size(); ++t) {
-    std::vector<std::string> addresses(nranks);
-    for (int r = 0; r < nranks; ++r) {
-      if (r == rank || Reaches(*kinds[t], peers[rank], peers[r])) addresses[r] = *peers[r].AddressFor(kinds[t]->name);
-    }
-    CHORUS_RETURN_IF_ERROR(transports[t]->Connect(addresses, deadline)
-                               .WithContext(StrCat("rank ", rank, ": connecting over ", kinds[t]->name)));
-  }
   // Per peer, the first selected transport that reaches it.
   const std::vector<int> choice = ChooseTransports(order, peers, rank);
   std::vector<int> routes(nranks, -1);
@@ -194,6 +184,17 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
     if (r == rank) continue;
     if (choice[r] < 0) return InternalError("rank ", rank, ": no transport reaches rank ", r);
     routes[r] = static_cast<int>(std::find(kinds.begin(), kinds.end(), order[choice[r]]) - kinds.begin());
+  }
+  // Each transport connects only to the peers routed to it (both sides
+  // route alike, from the same table): with `auto` on one host TCP opens no
+  // lanes at all, since shm serves every peer.
+  for (size_t t = 0; t < transports.size(); ++t) {
+    std::vector<std::string> addresses(nranks);
+    for (int r = 0; r < nranks; ++r) {
+      if (r == rank || routes[r] == static_cast<int>(t)) addresses[r] = *peers[r].AddressFor(kinds[t]->name);
+    }
+    CHORUS_RETURN_IF_ERROR(transports[t]->Connect(addresses, deadline)
+                               .WithContext(StrCat("rank ", rank, ": connecting over ", kinds[t]->name)));
   }
   // The board: every rank has it or none, since it exists when all ranks
   // connected to one shm transport and all are routed to it, which every
