@@ -12,8 +12,6 @@ namespace chorus {
 
 namespace {
 
-constexpr size_t kCollectiveCount = static_cast<size_t>(Collective::kCount);
-
 // Up to this size a collective is latency-bound everywhere: the binomial tree
 // pays 2*ceil(log2 p) message latencies against the ring's 2(p-1).
 constexpr size_t kTreeAlwaysBytes = 64 * 1024;
@@ -32,29 +30,6 @@ std::string Trim(const std::string& text) {
   while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
   while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
   return text.substr(begin, end - begin);
-}
-
-// Lower case, without '_' and '-' so "all_reduce" and "AllReduce" both work.
-std::string Normalize(const std::string& text) {
-  std::string out;
-  for (char c : Trim(text)) {
-    if (c == '_' || c == '-') continue;
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-constexpr size_t kAlgorithmCount = static_cast<size_t>(Algorithm::kCount);
-
-bool ParseAlgorithmName(const std::string& name, Algorithm* algo) {
-  for (size_t i = 0; i < kAlgorithmCount; ++i) {
-    const auto candidate = static_cast<Algorithm>(i);
-    if (name == Normalize(AlgorithmName(candidate))) {
-      *algo = candidate;
-      return true;
-    }
-  }
-  return false;
 }
 
 bool ParseCollectiveName(const std::string& name, Collective* coll) {
@@ -104,82 +79,75 @@ Status ValidateArgs(const CollectiveArgs& args) {
 
 using Builder = Status (*)(const CollectiveArgs&, Schedule*);
 
-// The builder of (algo, coll), or nullptr. Supports() is the contract; this
-// is the table behind it.
-Builder FindBuilder(Algorithm algo, Collective coll) {
-  struct Entry {
-    Algorithm algo;
-    Collective coll;
-    Builder build;
-  };
-  static constexpr Entry kBuilders[] = {
-      {Algorithm::kRing, Collective::kAllReduce, BuildRingAllReduce},
-      {Algorithm::kRing, Collective::kBroadcast, BuildRingBroadcast},
-      {Algorithm::kRing, Collective::kReduce, BuildRingReduce},
-      {Algorithm::kRing, Collective::kAllGather, BuildRingAllGather},
-      {Algorithm::kRing, Collective::kReduceScatter, BuildRingReduceScatter},
-      {Algorithm::kRing, Collective::kAllToAll, BuildRingAllToAll},
-      {Algorithm::kRing, Collective::kGather, BuildRingGather},
-      {Algorithm::kRing, Collective::kScatter, BuildRingScatter},
-      {Algorithm::kTree, Collective::kAllReduce, BuildTreeAllReduce},
-      {Algorithm::kTree, Collective::kBroadcast, BuildTreeBroadcast},
-      {Algorithm::kTree, Collective::kReduce, BuildTreeReduce},
-      {Algorithm::kParameterServer, Collective::kAllReduce, BuildParameterServerAllReduce},
-      {Algorithm::kParameterServer, Collective::kBroadcast, BuildParameterServerBroadcast},
-      {Algorithm::kParameterServer, Collective::kReduce, BuildParameterServerReduce},
-      {Algorithm::kShardedParameterServer, Collective::kAllReduce, BuildShardedParameterServerAllReduce},
-      {Algorithm::kHalvingDoubling, Collective::kAllReduce, BuildHalvingDoublingAllReduce},
-      {Algorithm::kDoubleBinaryTree, Collective::kAllReduce, BuildDoubleTreeAllReduce},
-      {Algorithm::kDoubleBinaryTree, Collective::kBroadcast, BuildDoubleTreeBroadcast},
-      {Algorithm::kDoubleBinaryTree, Collective::kReduce, BuildDoubleTreeReduce},
-      {Algorithm::kChain, Collective::kBroadcast, BuildChainBroadcast},
-      {Algorithm::kChain, Collective::kReduce, BuildChainReduce},
-      {Algorithm::kHierarchical, Collective::kAllReduce, BuildHierarchicalAllReduce},
-      {Algorithm::kHierarchicalSliced, Collective::kAllReduce, BuildHierarchicalSlicedAllReduce},
-      {Algorithm::kDirect, Collective::kAllReduce, BuildDirectAllReduce},
-      {Algorithm::kDirect, Collective::kReduceScatter, BuildDirectReduceScatter},
-      {Algorithm::kDirect, Collective::kAllGather, BuildDirectAllGather},
-      {Algorithm::kOneShot, Collective::kAllReduce, BuildOneShotAllReduce},
-  };
-  for (const Entry& entry : kBuilders) {
+// Every builder, by (algorithm, collective). The descriptors' collective
+// sets are the contract (Supports); the check below keeps this table and
+// them in step at compile time.
+struct BuilderEntry {
+  Algorithm algo;
+  Collective coll;
+  Builder build;
+};
+constexpr BuilderEntry kBuilders[] = {
+    {Algorithm::kRing, Collective::kAllReduce, BuildRingAllReduce},
+    {Algorithm::kRing, Collective::kBroadcast, BuildRingBroadcast},
+    {Algorithm::kRing, Collective::kReduce, BuildRingReduce},
+    {Algorithm::kRing, Collective::kAllGather, BuildRingAllGather},
+    {Algorithm::kRing, Collective::kReduceScatter, BuildRingReduceScatter},
+    {Algorithm::kRing, Collective::kAllToAll, BuildRingAllToAll},
+    {Algorithm::kRing, Collective::kGather, BuildRingGather},
+    {Algorithm::kRing, Collective::kScatter, BuildRingScatter},
+    {Algorithm::kTree, Collective::kAllReduce, BuildTreeAllReduce},
+    {Algorithm::kTree, Collective::kBroadcast, BuildTreeBroadcast},
+    {Algorithm::kTree, Collective::kReduce, BuildTreeReduce},
+    {Algorithm::kParameterServer, Collective::kAllReduce, BuildParameterServerAllReduce},
+    {Algorithm::kParameterServer, Collective::kBroadcast, BuildParameterServerBroadcast},
+    {Algorithm::kParameterServer, Collective::kReduce, BuildParameterServerReduce},
+    {Algorithm::kShardedParameterServer, Collective::kAllReduce, BuildShardedParameterServerAllReduce},
+    {Algorithm::kHalvingDoubling, Collective::kAllReduce, BuildHalvingDoublingAllReduce},
+    {Algorithm::kDoubleBinaryTree, Collective::kAllReduce, BuildDoubleTreeAllReduce},
+    {Algorithm::kDoubleBinaryTree, Collective::kBroadcast, BuildDoubleTreeBroadcast},
+    {Algorithm::kDoubleBinaryTree, Collective::kReduce, BuildDoubleTreeReduce},
+    {Algorithm::kChain, Collective::kBroadcast, BuildChainBroadcast},
+    {Algorithm::kChain, Collective::kReduce, BuildChainReduce},
+    {Algorithm::kHierarchical, Collective::kAllReduce, BuildHierarchicalAllReduce},
+    {Algorithm::kHierarchicalSliced, Collective::kAllReduce, BuildHierarchicalSlicedAllReduce},
+    {Algorithm::kDirect, Collective::kAllReduce, BuildDirectAllReduce},
+    {Algorithm::kDirect, Collective::kReduceScatter, BuildDirectReduceScatter},
+    {Algorithm::kDirect, Collective::kAllGather, BuildDirectAllGather},
+    {Algorithm::kOneShot, Collective::kAllReduce, BuildOneShotAllReduce},
+};
+
+// The builder of (algo, coll), or nullptr.
+constexpr Builder FindBuilder(Algorithm algo, Collective coll) {
+  for (const BuilderEntry& entry : kBuilders) {
     if (entry.algo == algo && entry.coll == coll) return entry.build;
   }
   return nullptr;
 }
 
-}  // namespace
-
-const char* AlgorithmName(Algorithm algo) {
-  switch (algo) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kTree:
-      return "tree";
-    case Algorithm::kParameterServer:
-      return "ps";
-    case Algorithm::kShardedParameterServer:
-      return "ps_sharded";
-    case Algorithm::kHalvingDoubling:
-      return "hd";
-    case Algorithm::kDoubleBinaryTree:
-      return "dbtree";
-    case Algorithm::kChain:
-      return "chain";
-    case Algorithm::kHierarchical:
-      return "hier";
-    case Algorithm::kHierarchicalSliced:
-      return "hier_sliced";
-    case Algorithm::kDirect:
-      return "direct";
-    case Algorithm::kOneShot:
-      return "oneshot";
-    case Algorithm::kCount:
-      break;
+// Exactly one builder for each collective a descriptor lists, none for the
+// others.
+constexpr bool BuildersMatchDescriptors() {
+  for (const BuilderEntry& entry : kBuilders) {
+    if (entry.build == nullptr) return false;
+    int matches = 0;
+    for (const BuilderEntry& other : kBuilders) matches += other.algo == entry.algo && other.coll == entry.coll;
+    if (matches != 1) return false;
   }
-  return "unknown";
+  for (const AlgorithmDescriptor& descriptor : kAlgorithmDescriptors) {
+    for (size_t c = 0; c < kCollectiveCount; ++c) {
+      const auto coll = static_cast<Collective>(c);
+      const bool listed = (descriptor.collectives & CollectiveBit(coll)) != 0;
+      if (listed != (FindBuilder(descriptor.id, coll) != nullptr)) return false;
+    }
+  }
+  return true;
 }
+static_assert(BuildersMatchDescriptors(),
+              "kBuilders must hold one builder for each collective of each descriptor "
+              "(base/algorithm_descriptor.h), and no other");
+
+}  // namespace
 
 Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
   AlgorithmTable parsed;
@@ -194,9 +162,9 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     const size_t colon = entry.find(':');
     const std::string algo_token = colon == std::string::npos ? entry : entry.substr(colon + 1);
     Algorithm algo;
-    if (!ParseAlgorithmName(Normalize(algo_token), &algo)) {
-      return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec,
-                             "' (expected auto, ring, tree, ps, ps_sharded, hd, dbtree, chain, hier, hier_sliced, direct or oneshot)");
+    if (!ParseAlgorithmName(algo_token, &algo)) {
+      return InvalidArgument("CHORUS_ALGO: unknown algorithm '", Trim(algo_token), "' in '", spec, "' (expected ",
+                             AlgorithmNameList(/*with_auto=*/true, " or "), ")");
     }
     if (colon == std::string::npos) {
       // A bare name applies to every collective that has such a builder.
@@ -209,7 +177,7 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
     }
     const std::string coll_token = entry.substr(0, colon);
     Collective coll;
-    if (!ParseCollectiveName(Normalize(coll_token), &coll)) {
+    if (!ParseCollectiveName(NormalizeName(coll_token), &coll)) {
       return InvalidArgument("CHORUS_ALGO: unknown collective '", Trim(coll_token), "' in '", spec,
                              "' (expected allreduce, broadcast, reduce, allgather, "
                              "reducescatter, alltoall, gather or scatter)");
@@ -218,31 +186,6 @@ Status ParseAlgorithmSpec(const std::string& spec, AlgorithmTable* table) {
   }
   *table = parsed;
   return Status::Ok();
-}
-
-bool Supports(Algorithm algo, Collective coll) {
-  switch (algo) {
-    case Algorithm::kRing:
-      return static_cast<size_t>(coll) < kCollectiveCount;
-    case Algorithm::kTree:
-    case Algorithm::kParameterServer:
-    case Algorithm::kDoubleBinaryTree:
-      return coll == Collective::kAllReduce || coll == Collective::kBroadcast || coll == Collective::kReduce;
-    case Algorithm::kShardedParameterServer:
-    case Algorithm::kHalvingDoubling:
-    case Algorithm::kHierarchical:
-    case Algorithm::kHierarchicalSliced:
-    case Algorithm::kOneShot:
-      return coll == Collective::kAllReduce;
-    case Algorithm::kChain:
-      return coll == Collective::kBroadcast || coll == Collective::kReduce;
-    case Algorithm::kDirect:
-      return coll == Collective::kAllReduce || coll == Collective::kReduceScatter || coll == Collective::kAllGather;
-    case Algorithm::kAuto:
-    case Algorithm::kCount:
-      return false;
-  }
-  return false;
 }
 
 Algorithm ChooseAlgorithm(const CollectiveArgs& args, const AlgorithmTable& table) {

@@ -3,23 +3,12 @@
 
 #include <cstddef>
 
+#include "base/collective_kind.h"
 #include "base/dtype.h"
 
 namespace chorus {
 
 struct Topology;  // algorithms/topology.h
-
-enum class Collective : uint8_t {
-  kAllReduce = 0,
-  kBroadcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,
-  kGather,
-  kScatter,
-  kCount  // number of collectives
-};
 
 const char* CollectiveName(Collective coll);  // "allreduce", "broadcast", ...
 

@@ -5,8 +5,23 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "base/algorithm_descriptor.h"
 
 namespace chorus {
+
+namespace {
+
+// CHORUS_ALGO's help names every algorithm of the descriptor table. Built
+// once, then constant.
+const char* AlgoHelp() {
+  static const std::string kHelp = "Force algorithms: " + AlgorithmNameList(/*with_auto=*/false, ", ") +
+                                   ", or per collective 'allreduce:hd;broadcast:chain'.";
+  return kHelp.c_str();
+}
+
+}  // namespace
 
 const std::vector<EnvVarSpec>& AllEnvVars() {
   static const std::vector<EnvVarSpec> kVars = {
@@ -40,9 +55,7 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "communicator creation (or from CHORUS_TUNE_FILE); static: a fixed size rule."},
       {"CHORUS_TUNE_FILE", "string", "",
        "File with 'alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>' to use instead of measuring at creation."},
-      {"CHORUS_ALGO", "string", "",
-       "Force algorithms: ring, tree, hd, ps, ps_sharded, dbtree, chain, hier, hier_sliced, direct, oneshot, "
-       "or per collective 'allreduce:hd;broadcast:chain'."},
+      {"CHORUS_ALGO", "string", "", AlgoHelp()},
       {"CHORUS_CHECK", "int", "0",
        "1: before data moves, every collective is checked across ranks (same collective, count, datatype, op, "
        "root and sequence number); a mismatch fails the call on every rank naming both sides. Set it alike on "

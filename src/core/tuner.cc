@@ -32,12 +32,16 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
   }
   std::stable_sort(choice.candidates.begin(), choice.candidates.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });
-  // Direct is an intra-node algorithm: its cost assumes a port serves p-1
-  // concurrent inbound flows at full rate. Across TCP hosts Chorus does not
-  // (one stream runs ahead of the others it is combined with: "Fan-in on the
-  // emulated cluster", docs/algorithms.md; 8 hosts, 1 MiB: +66 % over the
-  // ring), so it stays a candidate in the table but is chosen only on one host.
-  auto eligible = [&](Algorithm algo) { return algo != Algorithm::kDirect || params.hosts <= 1; };
+  // A single-host-only algorithm (direct) has a cost that assumes a port
+  // serves p-1 concurrent inbound flows at full rate. Across TCP hosts Chorus
+  // does not (one stream runs ahead of the others it is combined with:
+  // "Fan-in on the emulated cluster", docs/algorithms.md; direct at 8 hosts,
+  // 1 MiB: +66 % over the ring), so it stays a candidate in the table but is
+  // chosen only on one host.
+  auto eligible = [&](Algorithm algo) {
+    const AlgorithmDescriptor* descriptor = FindAlgorithmDescriptor(algo);
+    return descriptor != nullptr && (!descriptor->single_host_only || params.hosts <= 1);
+  };
   const auto first = std::find_if(choice.candidates.begin(), choice.candidates.end(),
                                   [&](const auto& candidate) { return eligible(candidate.first); });
   if (first == choice.candidates.end()) return choice;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/dtype.h"
 #include "sim/folded_halving_doubling.h"
@@ -30,8 +29,6 @@ Pipeline PipelineOf(double bytes, size_t chunk_bytes) {
   pipe.chunk = bytes / pipe.chunks;
   return pipe;
 }
-
-bool Named(Algorithm algo, const char* name) { return std::strcmp(AlgorithmName(algo), name) == 0; }
 
 bool RingTime(Collective coll, double p, double n, const CostParams& c, double* t) {
   const double a = c.alpha_s, b = c.beta_s_per_byte, g = c.gamma_s_per_byte;
@@ -271,6 +268,90 @@ double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& 
 
 namespace {
 
+// Each algorithm's closed form for a call of p > 1 ranks and n > 0 bytes
+// per rank (call: its collective, shape and segments); false when there is
+// no formula for the collective.
+using CostFunction = bool (*)(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t);
+
+// A formula per collective (ring, tree, direct) as a cost function.
+template <bool (*Time)(Collective coll, double p, double n, const CostParams& c, double* t)>
+bool PerCollective(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t) {
+  return Time(call.coll, p, n, c, t);
+}
+
+// FireCaffe's model, but the server's pulls of chunk k overlap its pushes of
+// chunk k+1: (p-1)(n + x) bytes through its port. It still reduces (p-1) n
+// on its progress thread (the replay overlaps that). Whole steps:
+// ParameterServerAllReduceTime.
+bool ParameterServerCost(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t) {
+  if (call.coll != Collective::kAllReduce) return false;
+  const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
+  *t = 2 * (p - 1) * c.alpha_s + (p - 1) * (n + pipe.chunk) * c.beta_s_per_byte + (p - 1) * n * c.gamma_s_per_byte;
+  return true;
+}
+
+// Every rank serves 1/p: p-1 pushes, p-1 pulls of n/p.
+bool ShardedParameterServerCost(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t) {
+  if (call.coll != Collective::kAllReduce) return false;
+  *t = 2 * (p - 1) * (c.alpha_s + n / p * c.beta_s_per_byte) + (p - 1) / p * n * c.gamma_s_per_byte;
+  return true;
+}
+
+// Rabenseifner; p not a power of two: the fold and the eager exchanges
+// share ports.
+bool HalvingDoublingCost(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t) {
+  if (call.coll != Collective::kAllReduce) return false;
+  const double levels = CeilLog2(call.nranks);
+  *t = 2 * levels * c.alpha_s + 2 * (p - 1) / p * n * c.beta_s_per_byte + (p - 1) / p * n * c.gamma_s_per_byte;
+  if ((call.nranks & (call.nranks - 1)) != 0) *t = FoldedHalvingDoublingTime(call.nranks, n, c);
+  return true;
+}
+
+bool DoubleBinaryTreeCost(const CollectiveArgs& call, double, double n, const CostParams& c, double* t) {
+  if (call.coll != Collective::kAllReduce) return false;
+  *t = DoubleBinaryTreeTime(call.nranks, n, static_cast<double>(call.segment_bytes), c);
+  return true;
+}
+
+// Broadcast and reduce: the ring's (a pipelined chain); allreduce: chain
+// reduce then chain broadcast.
+bool ChainCost(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t) {
+  if (call.coll != Collective::kAllReduce) return RingTime(call.coll, p, n, c, t);
+  const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
+  *t = 2 * (p - 2 + pipe.chunks) * (c.alpha_s + pipe.chunk * c.beta_s_per_byte) + n * c.gamma_s_per_byte;
+  return true;
+}
+
+// An allreduce-only formula of (p, n) as a cost function.
+template <double (*Time)(double p, double n, const CostParams& c)>
+bool AllReduceOnly(const CollectiveArgs& call, double p, double n, const CostParams& c, double* t) {
+  if (call.coll != Collective::kAllReduce) return false;
+  *t = Time(p, n, c);
+  return true;
+}
+
+// The cost hook of every algorithm, indexed by the enum (the descriptors'
+// order, base/algorithm_descriptor.h); nullptr: no closed form.
+struct CostRow {
+  Algorithm id;
+  CostFunction cost;
+};
+constexpr CostRow kCostRows[] = {
+    {Algorithm::kAuto, nullptr},
+    {Algorithm::kRing, PerCollective<RingTime>},
+    {Algorithm::kTree, PerCollective<TreeTime>},
+    {Algorithm::kParameterServer, ParameterServerCost},
+    {Algorithm::kShardedParameterServer, ShardedParameterServerCost},
+    {Algorithm::kHalvingDoubling, HalvingDoublingCost},
+    {Algorithm::kDoubleBinaryTree, DoubleBinaryTreeCost},
+    {Algorithm::kChain, ChainCost},
+    {Algorithm::kHierarchical, AllReduceOnly<HierarchicalTime>},
+    {Algorithm::kHierarchicalSliced, AllReduceOnly<HierarchicalSlicedTime>},
+    {Algorithm::kDirect, PerCollective<DirectTime>},
+    {Algorithm::kOneShot, AllReduceOnly<OneShotTime>},
+};
+static_assert(RowsInEnumOrder(kCostRows), "one cost row per Algorithm value, in enum order");
+
 // The time on the network alone (every formula above).
 bool NetworkTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c, double* seconds) {
   const double p = call.nranks;
@@ -279,43 +360,9 @@ bool NetworkTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c
     *seconds = 0;
     return Supports(algo, call.coll);
   }
-  const double a = c.alpha_s, b = c.beta_s_per_byte, g = c.gamma_s_per_byte;
-  const double levels = CeilLog2(call.nranks);
-  if (Named(algo, "ring")) return RingTime(call.coll, p, n, c, seconds);
-  if (Named(algo, "tree")) return TreeTime(call.coll, p, n, c, seconds);
-  if (Named(algo, "direct")) return DirectTime(call.coll, p, n, c, seconds);
-  if (call.coll != Collective::kAllReduce) {
-    if (Named(algo, "chain")) return RingTime(call.coll, p, n, c, seconds);
-    return false;
-  }
-  if (Named(algo, "ps")) {
-    // FireCaffe's model, but the server's pulls of chunk k overlap its
-    // pushes of chunk k+1: (p-1)(n + x) bytes through its port. It still
-    // reduces (p-1) n on its progress thread (the replay overlaps that).
-    // Whole steps: ParameterServerAllReduceTime.
-    const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
-    *seconds = 2 * (p - 1) * a + (p - 1) * (n + pipe.chunk) * b + (p - 1) * n * g;
-  } else if (Named(algo, "ps_sharded")) {  // every rank serves 1/p: p-1 pushes, p-1 pulls of n/p
-    *seconds = 2 * (p - 1) * (a + n / p * b) + (p - 1) / p * n * g;
-  } else if (Named(algo, "hd")) {  // Rabenseifner
-    *seconds = 2 * levels * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g;
-    // p not a power of two: the fold and the eager exchanges share ports.
-    if ((call.nranks & (call.nranks - 1)) != 0) *seconds = FoldedHalvingDoublingTime(call.nranks, n, c);
-  } else if (Named(algo, "dbtree")) {
-    *seconds = DoubleBinaryTreeTime(call.nranks, n, static_cast<double>(call.segment_bytes), c);
-  } else if (Named(algo, "chain")) {  // chain reduce then chain broadcast
-    const Pipeline pipe = PipelineOf(n, c.chunk_bytes);
-    *seconds = 2 * (p - 2 + pipe.chunks) * (a + pipe.chunk * b) + n * g;
-  } else if (Named(algo, "hier")) {
-    *seconds = HierarchicalTime(p, n, c);
-  } else if (Named(algo, "oneshot")) {
-    *seconds = OneShotTime(p, n, c);
-  } else if (Named(algo, "hier_sliced")) {
-    *seconds = HierarchicalSlicedTime(p, n, c);
-  } else {
-    return false;
-  }
-  return true;
+  const size_t index = static_cast<size_t>(algo);
+  const CostFunction cost = index < kAlgorithmCount ? kCostRows[index].cost : nullptr;
+  return cost != nullptr && cost(call, p, n, c, seconds);
 }
 
 }  // namespace
@@ -338,11 +385,8 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
 
 std::vector<Algorithm> AlgorithmsSupporting(Collective coll) {
   std::vector<Algorithm> out;
-  // The enum grows at its end; stop at the first value without a name.
-  for (int value = static_cast<int>(Algorithm::kAuto) + 1; value < 64; ++value) {
-    const Algorithm algo = static_cast<Algorithm>(value);
-    if (std::strcmp(AlgorithmName(algo), "unknown") == 0) break;
-    if (Supports(algo, coll)) out.push_back(algo);
+  for (const AlgorithmDescriptor& descriptor : kAlgorithmDescriptors) {
+    if (Supports(descriptor.id, coll)) out.push_back(descriptor.id);
   }
   return out;
 }

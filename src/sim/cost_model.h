@@ -52,8 +52,9 @@ CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes);
 // estimates; hd for other p follows the schedule's port sharing
 // (folded_halving_doubling.h); dbtree is a fill per segment plus a steady
 // state, shaped on the replay; direct, hier and hier_sliced are built from the ring and tree
-// terms per link class (docs/algorithms.md). Matched by name, so new
-// algorithms need only a case here.
+// terms per link class (docs/algorithms.md). Each algorithm's formula is
+// its row in cost_model.cc's kCostRows, indexed by the enum (a missing row
+// fails to compile).
 bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& params, double* seconds);
 
 // FireCaffe's central parameter server for an allreduce of n bytes over p
@@ -62,8 +63,8 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
 // (the server pays the per-message cost of each of its 2(p-1) messages).
 double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& params);
 
-// Every concrete algorithm of the enum (kAuto excluded) that has a builder
-// for `coll`, in enum order: new algorithms appear here by themselves.
+// Every algorithm whose descriptor lists `coll` (kAuto lists none), in enum
+// order: new algorithms appear here by themselves.
 std::vector<Algorithm> AlgorithmsSupporting(Collective coll);
 
 }  // namespace chorus::sim

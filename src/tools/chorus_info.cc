@@ -1,13 +1,16 @@
-// chorus_info: prints the library version and every CHORUS_* variable with
-// its type, default, current value and help; with --variables-markdown, the
-// same table as Markdown (docs/tuning.md); with --tune, the tuner's whole
-// decision table for a given cluster model; with --topology, this host's
-// topology as a communicator created here would see it.
+// chorus_info: prints the library version, every CHORUS_* variable with its
+// type, default, current value and help, and every algorithm with the
+// collectives it serves; with --variables-markdown, the variables' table as
+// Markdown (docs/tuning.md); with --tune, the tuner's whole decision table
+// for a given cluster model; with --topology, this host's topology as a
+// communicator created here would see it.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "algorithms/collective.h"
+#include "base/algorithm_descriptor.h"
 #include "base/config.h"
 #include "chorus/chorus.h"
 #include "core/tuner.h"
@@ -21,14 +24,31 @@ void Usage() {
       "usage: chorus_info [--topology | --variables-markdown]\n"
       "       chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
       "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]]\n"
-      "Prints the Chorus version and its environment variables; with --variables-markdown, their table as\n"
-      "Markdown (the one in docs/tuning.md); with --tune, the algorithm the tuner picks\n"
-      "for each collective and size under that model, with every candidate's predicted time. The ranks sit\n"
-      "on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within the host\n"
-      "when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost of each\n"
-      "extra message in flight (default: alpha / 4). --topology prints this host's packages, NUMA nodes,\n"
-      "cores, PUs, L3 caches, devices with their NUMA node and this process's binding (hwloc; honours\n"
-      "CHORUS_TOPO_FILE and CHORUS_TOPO_DUMP_FILE).\n");
+      "Prints the Chorus version, its environment variables and its algorithms; with --variables-markdown,\n"
+      "the variables' table as Markdown (the one in docs/tuning.md); with --tune, the algorithm the tuner\n"
+      "picks for each collective and size under that model, with every candidate's predicted time. The\n"
+      "ranks sit on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within\n"
+      "the host when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost\n"
+      "of each extra message in flight (default: alpha / 4). --topology prints this host's packages, NUMA\n"
+      "nodes, cores, PUs, L3 caches, devices with their NUMA node and this process's binding (hwloc;\n"
+      "honours CHORUS_TOPO_FILE and CHORUS_TOPO_DUMP_FILE).\n");
+}
+
+// The algorithms CHORUS_ALGO names, from their descriptors.
+void PrintAlgorithms() {
+  std::printf("\nAlgorithms (CHORUS_ALGO names):\n");
+  for (const chorus::AlgorithmDescriptor& algo : chorus::kAlgorithmDescriptors) {
+    std::string collectives;
+    for (size_t c = 0; c < chorus::kCollectiveCount; ++c) {
+      const auto coll = static_cast<chorus::Collective>(c);
+      if (!chorus::Supports(algo.id, coll)) continue;
+      collectives += collectives.empty() ? "" : ", ";
+      collectives += chorus::CollectiveName(coll);
+    }
+    if (algo.id == chorus::Algorithm::kAuto) collectives = "every collective";
+    std::printf("  %-12s %s%s\n      %s\n", algo.name, collectives.c_str(),
+                algo.single_host_only ? "; chosen by the tuner on one host only" : "", algo.description);
+  }
 }
 
 int PrintTuneTable(int argc, char** argv) {
@@ -109,5 +129,6 @@ int main(int argc, char** argv) {
     std::printf("  %-22s %-7s default '%s'%s%s%s\n      %s\n", spec.name, spec.type, spec.default_value,
                 current ? ", set to '" : "", current ? current : "", current ? "'" : "", spec.help);
   }
+  PrintAlgorithms();
   return 0;
 }
