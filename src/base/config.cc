@@ -67,6 +67,10 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "Flight recorder dumps go here (JSON lines; %h = hostname, %p = pid, %r = rank): written on a timeout, "
        "a failure, an abort and on SIGUSR1 (the handler is installed only when this is set). Empty: dumps only "
        "through chorusCommDumpTrace with a path. Read them with chorus_trace."},
+      {"CHORUS_HEARTBEAT_MS", "int", "0",
+       "Heartbeat period: every rank sends each peer a small authenticated UDP datagram this often, and a peer "
+       "silent for 4 periods (stopped, hung or cut off) fails the communicator naming it, long before "
+       "CHORUS_TIMEOUT_MS; 0: off. Set it alike on every rank; 1000 or more on loaded hosts."},
       {"CHORUS_TOPO_FILE", "string", "",
        "hwloc XML file describing this host, used instead of discovering it (as NCCL_TOPO_FILE; write one with "
        "CHORUS_TOPO_DUMP_FILE or hwloc's lstopo). Needs a build with hwloc."},
@@ -166,6 +170,9 @@ Status Settings::FromEnvironment(Settings* out) {
   if (value < 0 || value > (1 << 20)) return InvalidArgument("CHORUS_TRACE_BUFFER must be in 0..1048576");
   settings.trace_buffer = static_cast<size_t>(value);
   settings.trace_file = EnvValue("CHORUS_TRACE_FILE");
+  CHORUS_RETURN_IF_ERROR(ParseInt(EnvValue("CHORUS_HEARTBEAT_MS"), "CHORUS_HEARTBEAT_MS", &value));
+  if (value < 0 || value > 3600000) return InvalidArgument("CHORUS_HEARTBEAT_MS must be in 0..3600000 (0: off)");
+  settings.heartbeat_ms = static_cast<int>(value);
   *out = settings;
   return Status::Ok();
 }

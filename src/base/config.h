@@ -52,6 +52,7 @@ struct Settings {
   bool check_calls = false;   // CHORUS_CHECK=1
   size_t trace_buffer = 256;  // CHORUS_TRACE_BUFFER; 0: flight recorder off
   std::string trace_file;     // CHORUS_TRACE_FILE
+  int heartbeat_ms = 0;       // CHORUS_HEARTBEAT_MS; 0: off (bootstrap/heartbeat.h)
 
   static Status FromEnvironment(Settings* out);
 };

@@ -172,6 +172,7 @@ chorusResult_t chorusCommDestroy(chorusComm_t comm) {
     comm->impl->WaitIdle().IgnoreError();
   }
   comm->state.store(chorusComm::kDestroyed);
+  comm->heartbeat.reset();  // says goodbye: peers do not take us for silent
   comm->impl.reset();
   comm->recovery.reset();
   return chorus::Report(comm, status.WithContext("chorusCommDestroy"));
@@ -183,6 +184,7 @@ chorusResult_t chorusCommAbort(chorusComm_t comm) {
   comm->impl->Abort();
   status = comm->impl->WaitIdle();
   comm->state.store(chorusComm::kAborted);
+  comm->heartbeat.reset();
   comm->impl.reset();
   comm->recovery.reset();
   return chorus::Report(comm, status.WithContext("chorusCommAbort"));

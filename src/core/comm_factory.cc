@@ -8,6 +8,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/siphash.h"
+#include "bootstrap/heartbeat.h"
 #include "core/launcher.h"
 
 namespace chorus {
@@ -38,6 +39,7 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   options->check_calls = settings.check_calls;
   options->trace_buffer = settings.trace_buffer;
   options->trace_file = settings.trace_file;
+  options->heartbeat_ms = settings.heartbeat_ms;
   if (config != nullptr) {
     if (config->magic != CHORUS_CONFIG_MAGIC || config->size < sizeof(chorusConfig_t)) {
       return InvalidArgument("config was not initialised with CHORUS_CONFIG_INITIALIZER");
@@ -93,6 +95,35 @@ Status ShareRecoveryAddresses(chorusComm* comm, RecoveryEndpoint* endpoint) {
 
 }  // namespace
 
+namespace {
+
+// Opens the heartbeat on the interface of the recovery listener, shares
+// its address (one small allgather) and starts it: a silent peer fails the
+// communicator.
+Status StartHeartbeat(chorusComm* comm, const RecoveryEndpoint& endpoint, int period_ms) {
+  const int rank = comm->impl->rank(), nranks = comm->impl->nranks();
+  std::unique_ptr<Heartbeat> heartbeat;
+  CHORUS_RETURN_IF_ERROR(Heartbeat::Open(endpoint.address, rank, nranks, endpoint.secret, period_ms, &heartbeat));
+  char mine[kRecoveryAddressBytes] = {};
+  if (heartbeat->address().size() >= sizeof(mine)) {
+    return InternalError("heartbeat address '", heartbeat->address(), "' is too long");
+  }
+  std::memcpy(mine, heartbeat->address().data(), heartbeat->address().size());
+  std::vector<char> all(kRecoveryAddressBytes * static_cast<size_t>(nranks));
+  CHORUS_RETURN_IF_ERROR(AllGatherBytes(comm, mine, sizeof(mine), all.data()));
+  std::vector<std::string> addresses;
+  for (int r = 0; r < nranks; ++r) {
+    const char* slot = all.data() + kRecoveryAddressBytes * static_cast<size_t>(r);
+    addresses.emplace_back(slot, strnlen(slot, kRecoveryAddressBytes));
+  }
+  Communicator* impl = comm->impl.get();
+  CHORUS_RETURN_IF_ERROR(heartbeat->Start(addresses, [impl](const Status& silent) { impl->FailFromOutside(silent); }));
+  comm->heartbeat = std::move(heartbeat);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, const CommOptions& options,
                              std::unique_ptr<chorusComm>* out, std::shared_ptr<RecoveryEndpoint> lineage) {
   if (nranks < 1) return InvalidArgument("nranks ", nranks, " must be at least 1");
@@ -106,6 +137,10 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   CHORUS_RETURN_IF_ERROR(Communicator::Create(id, rank, nranks, options, &shell->impl));
   CHORUS_RETURN_IF_ERROR(ShareRecoveryAddresses(shell.get(), endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": sharing recovery addresses")));
+  if (options.heartbeat_ms > 0 && nranks > 1) {
+    CHORUS_RETURN_IF_ERROR(StartHeartbeat(shell.get(), *endpoint, options.heartbeat_ms)
+                               .WithContext(StrCat("rank ", rank, ": starting the heartbeat")));
+  }
   // From the user's first call on (creation's own collectives are alike
   // everywhere), so that call numbers count the user's collectives.
   if (options.check_calls) shell->impl->StartCheckingCalls();

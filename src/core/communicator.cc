@@ -271,6 +271,10 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
     // stays usable.
     CHORUS_WARN("COLL", "rank ", rank_, ": ", status.message());
   } else if (!status.ok()) {
+    // A failure found outside this launch (the heartbeat) shut the
+    // transports down under it: report that cause, not the shutdown.
+    if (status.code() == chorusRemoteError && options_.heartbeat_ms > 0) AwaitOutsideCause();
+    if (failed_.load(std::memory_order_acquire)) status = async_error();
     Fail(status);
   }
   running_ticket_.fetch_add(1, std::memory_order_seq_cst);
@@ -281,6 +285,16 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
     order_cv_.notify_all();
   }
   return status;
+}
+
+void Communicator::AwaitOutsideCause() {
+  // A peer that found a rank silent tells us (heartbeat notice) just before
+  // its connections close; the closure may reach this launch first.
+  constexpr int kGraceMs = 100;
+  const Deadline grace = Deadline::AfterMs(std::min(kGraceMs, options_.heartbeat_ms));
+  while (!failed_.load(std::memory_order_acquire) && !grace.Expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void Communicator::StartCheckingCalls() {
@@ -626,7 +640,7 @@ void Communicator::Fail(const Status& status) {
   // Close every connection so that peers waiting on us fail now, not at
   // their deadline.
   if (transport_) transport_->Shutdown();
-  CHORUS_WARN("COLL", status.message());
+  if (first) CHORUS_WARN("COLL", status.message());
 }
 
 Status Communicator::async_error() const {

@@ -47,6 +47,7 @@ struct CommOptions {
   bool check_calls = false;  // CHORUS_CHECK=1: core/call_check.h
   size_t trace_buffer = 256;  // CHORUS_TRACE_BUFFER: flight recorder entries; 0 = off
   std::string trace_file;     // CHORUS_TRACE_FILE: automatic dumps (core/flight_recorder.h)
+  int heartbeat_ms = 0;       // CHORUS_HEARTBEAT_MS: bootstrap/heartbeat.h; 0 = off
   AlgorithmTable algorithms;
 };
 
@@ -112,6 +113,10 @@ class Communicator {
   bool aborted() const { return aborted_.load(); }
   // chorusSuccess or the first failure of an operation.
   Status async_error() const;
+  // A watcher outside any operation (the heartbeat) found the communicator
+  // broken: fails it as a failed operation would, so that the running
+  // operation fails now, naming this cause, and later ones at once.
+  void FailFromOutside(const Status& status) { Fail(status); }
 
   // PreMulSum registry.
   Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle);
@@ -144,6 +149,9 @@ class Communicator {
   // An in-place ring allreduce of this communicator, for its own use.
   Operation InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const;
   void Fail(const Status& status);
+  // With the heartbeat on, after a launch failed on a closed connection:
+  // waits briefly for the heartbeat to report why (a silent rank).
+  void AwaitOutsideCause();
   // Launches issued but not yet due (a dump's "waiting_turn").
   uint64_t LaunchesWaitingTurn() const;
 

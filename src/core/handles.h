@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "bootstrap/heartbeat.h"
 #include "bootstrap/shrink.h"
 #include "core/communicator.h"
 #include "core/host_event.h"
@@ -21,6 +22,9 @@ struct chorusComm {
   enum State : uint32_t { kLive = 0x11ce11ce, kDestroyed = 0xdead0001, kAborted = 0xdead0002 };
   std::atomic<uint32_t> state{kLive};
   std::unique_ptr<chorus::Communicator> impl;
+  // CHORUS_HEARTBEAT_MS: calls impl from its thread, so it is stopped first
+  // (declared after impl, destroyed before it; reset explicitly before it).
+  std::unique_ptr<chorus::Heartbeat> heartbeat;
   // Listener and peer addresses for chorusCommShrink; released with impl,
   // except that communicators made from this one keep it (and its listener
   // answering late ranks) once a shrink of it was agreed in this process.
