@@ -1,9 +1,13 @@
 // The built-in transports: adding one is its own folder plus one line here
 // (docs/architecture.md, "How to add a transport"). This is the only file
 // outside a transport's folder that includes its header.
+#include "chorus_build_config.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport_registry.h"
+#if CHORUS_HAVE_UCX
+#include "transports/ucx/ucx_descriptor.h"
+#endif
 
 namespace chorus {
 
@@ -12,6 +16,9 @@ const TransportRegistry& BuiltinTransports() {
   static const TransportRegistry kBuiltin({
       ShmTransportDescriptor(),
       TcpTransportDescriptor(),
+#if CHORUS_HAVE_UCX
+      UcxTransportDescriptor(),
+#endif
   });
   return kBuiltin;
 }

@@ -1,0 +1,488 @@
+// UcxTransport: ranks as threads, then as processes (fork + exec of this
+// binary, since UCX does not survive a fork after its initialisation), over
+// UCX's tcp and shared-memory (posix/sysv + cma) transports. Skipped when
+// Chorus is built without UCX.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "chorus_build_config.h"
+#include "transports/transport_registry.h"
+#if CHORUS_HAVE_UCX
+#include "transports/ucx/ucx_address.h"
+#include "transports/ucx/ucx_tag.h"
+#include "transports/ucx/ucx_transport.h"
+#endif
+
+namespace chorus {
+namespace {
+
+#if CHORUS_HAVE_UCX
+
+constexpr int kTestTimeoutMs = 20000;
+
+UcxOptions Options(int rank, int nranks, const std::string& tls) {
+  UcxOptions options;
+  options.rank = rank;
+  options.nranks = nranks;
+  options.tls = tls;
+  return options;
+}
+
+// Creates and connects `nranks` transports in this process, one thread per rank.
+std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, const std::string& tls = "") {
+  std::vector<std::unique_ptr<Transport>> transports(nranks);
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < nranks; ++rank) {
+    Status created = CreateUcxTransport(Options(rank, nranks, tls), &transports[rank]);
+    EXPECT_TRUE(created.ok()) << created.message();
+    if (!created.ok()) return {};
+    addresses.push_back(transports[rank]->LocalAddress());
+  }
+  std::vector<Status> results(nranks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < nranks; ++rank) {
+    threads.emplace_back(
+        [&, rank] { results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs)); });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const Status& status : results) {
+    EXPECT_TRUE(status.ok()) << status.message();
+    if (!status.ok()) return {};
+  }
+  return transports;
+}
+
+// Drives Progress until every request is done.
+Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests, int timeout_ms = kTestTimeoutMs) {
+  const Deadline deadline = Deadline::AfterMs(timeout_ms);
+  while (true) {
+    bool all_done = true;
+    for (const TransferRequest* request : requests) all_done = all_done && request->done;
+    if (all_done) return Status::Ok();
+    if (deadline.Expired()) return TimeoutError("test requests did not finish");
+    CHORUS_RETURN_IF_ERROR(transport->Progress(10));
+  }
+}
+
+void ForEachRank(int nranks, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
+  for (auto& thread : threads) thread.join();
+}
+
+uint8_t Pattern(int from, int to, size_t index) {
+  return static_cast<uint8_t>(from * 31 + to * 7 + index * 13 + (index >> 9));
+}
+
+const std::vector<size_t> kSizes = {0, 1, 13, 4096, 65536 + 7, 1 << 20, 4 << 20};
+
+// Rank `rank` of `transports` sends every size to every other rank and
+// receives every size from each, all in flight at once; checks every byte.
+// Returns the first failure.
+Status ExchangeAllSizes(Transport* transport, int rank, int nranks) {
+  std::vector<std::vector<uint8_t>> send_buffers, recv_buffers;
+  std::vector<TransferRequest> requests(2 * kSizes.size() * nranks);
+  std::vector<TransferRequest*> pending;
+  size_t next = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t size : kSizes) {
+      send_buffers.emplace_back(size);
+      for (size_t i = 0; i < size; ++i) send_buffers.back()[i] = Pattern(rank, peer, i);
+      recv_buffers.emplace_back(size, 0xEE);
+    }
+  }
+  size_t buffer = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t s = 0; s < kSizes.size(); ++s, ++buffer) {
+      TransferRequest& recv = requests[next++];
+      recv.buffer = recv_buffers[buffer].data();
+      recv.bytes = kSizes[s];
+      recv.tag = 1000 + s;
+      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostRecv(&recv));
+      pending.push_back(&recv);
+      TransferRequest& send = requests[next++];
+      send.buffer = send_buffers[buffer].data();
+      send.bytes = kSizes[s];
+      send.tag = 1000 + s;
+      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostSend(&send));
+      pending.push_back(&send);
+    }
+  }
+  CHORUS_RETURN_IF_ERROR(WaitAll(transport, pending));
+  buffer = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t s = 0; s < kSizes.size(); ++s, ++buffer) {
+      for (size_t i = 0; i < kSizes[s]; ++i) {
+        if (recv_buffers[buffer][i] != Pattern(peer, rank, i)) {
+          return InternalError("rank ", rank, ": byte ", i, " of the ", kSizes[s], "-byte message from ", peer,
+                               " is wrong");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// 300 messages of varying sizes to one peer under one tag arrive in order.
+Status SendInOrder(Transport* transport, int rank) {
+  constexpr int kMessages = 300;
+  const int peer = 1 - rank;
+  std::vector<std::vector<uint32_t>> buffers(kMessages);
+  std::vector<TransferRequest> requests(kMessages);
+  std::vector<TransferRequest*> pending;
+  for (int k = 0; k < kMessages; ++k) {
+    const size_t words = (k % 7 == 0) ? 40000 : 1 + k % 5;  // rendezvous among eager messages
+    buffers[k].assign(words, rank == 0 ? static_cast<uint32_t>(k) : 0xFFFFFFFFu);
+    requests[k].buffer = buffers[k].data();
+    requests[k].bytes = words * sizeof(uint32_t);
+    requests[k].tag = 7;
+    Endpoint* endpoint = transport->endpoint(peer);
+    CHORUS_RETURN_IF_ERROR(rank == 0 ? endpoint->PostSend(&requests[k]) : endpoint->PostRecv(&requests[k]));
+    pending.push_back(&requests[k]);
+  }
+  CHORUS_RETURN_IF_ERROR(WaitAll(transport, pending));
+  if (rank == 1) {
+    for (int k = 0; k < kMessages; ++k) {
+      for (uint32_t word : buffers[k]) {
+        if (word != static_cast<uint32_t>(k)) return InternalError("message ", k, " arrived out of order");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+TEST(UcxTagTest, NumbersEachDirectionApart) {
+  EXPECT_NE(ucx::MessageTag(true, 3, 5), ucx::MessageTag(false, 3, 5));
+  EXPECT_NE(ucx::MessageTag(false, 3, 5), ucx::MessageTag(false, 4, 5));
+  EXPECT_NE(ucx::MessageTag(false, 3, 5), ucx::MessageTag(false, 3, 6));
+  // The sequence wraps within its field and never spills into the rank.
+  EXPECT_EQ(ucx::MessageTag(false, 3, uint64_t{1} << ucx::kSequenceBits), ucx::MessageTag(false, 3, 0));
+  EXPECT_EQ(ucx::MessageTag(false, ucx::kMaxRanks - 1, ~uint64_t{0}) & ucx::kHeaderBit, 0u);
+}
+
+TEST(UcxAddressTest, RoundTripsAndRejectsGarbage) {
+  const unsigned char bytes[] = {0x00, 0x7f, 0xff, 0x10};
+  const std::string text = ucx::EncodeWorkerAddress(bytes, sizeof(bytes));
+  EXPECT_EQ(text, "007fff10");
+  std::vector<unsigned char> decoded;
+  ASSERT_TRUE(ucx::DecodeWorkerAddress(text, &decoded).ok());
+  EXPECT_EQ(decoded, std::vector<unsigned char>(bytes, bytes + sizeof(bytes)));
+  EXPECT_FALSE(ucx::DecodeWorkerAddress("abc", &decoded).ok());
+  EXPECT_FALSE(ucx::DecodeWorkerAddress("zz", &decoded).ok());
+  EXPECT_FALSE(ucx::DecodeWorkerAddress("", &decoded).ok());
+}
+
+TEST(UcxRegistryTest, IsSelectableAloneAndInLists) {
+  const TransportRegistry& registry = BuiltinTransports();
+  ASSERT_NE(registry.Find("ucx"), nullptr);
+  std::vector<const TransportDescriptor*> order;
+  ASSERT_TRUE(registry.ParseSelection("ucx", &order).ok());
+  ASSERT_EQ(order.size(), 1u);
+  EXPECT_STREQ(order[0]->name, "ucx");
+  ASSERT_TRUE(registry.ParseSelection("shm,ucx", &order).ok());
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_STREQ(order[1]->name, "ucx");
+  // auto keeps shm and TCP ahead of it.
+  ASSERT_TRUE(registry.ParseSelection("auto", &order).ok());
+  EXPECT_STREQ(order.back()->name, "ucx");
+}
+
+TEST(UcxOptionsTest, BadVariablesFailWithTheirName) {
+  TransportVars vars;
+  vars.Set("CHORUS_UCX_TLS", "tcp;rm -rf");
+  vars.Set("CHORUS_UCX_KEEPALIVE_MS", "1000");
+  UcxOptions options;
+  Status status = ReadUcxOptions(vars, &options);
+  EXPECT_EQ(status.code(), chorusInvalidArgument);
+  EXPECT_NE(status.message().find("CHORUS_UCX_TLS"), std::string::npos) << status.message();
+  vars.Set("CHORUS_UCX_TLS", "posix,cma,tcp");
+  vars.Set("CHORUS_UCX_KEEPALIVE_MS", "0");
+  status = ReadUcxOptions(vars, &options);
+  EXPECT_NE(status.message().find("CHORUS_UCX_KEEPALIVE_MS"), std::string::npos) << status.message();
+  vars.Set("CHORUS_UCX_KEEPALIVE_MS", "250");
+  ASSERT_TRUE(ReadUcxOptions(vars, &options).ok());
+  EXPECT_EQ(options.tls, "posix,cma,tcp");
+  EXPECT_EQ(options.keepalive_ms, 250);
+}
+
+TEST(UcxTransportTest, ThreadsExchangeSmallAndLargeMessages) {
+  constexpr int kRanks = 3;
+  auto transports = ConnectedMesh(kRanks);
+  ASSERT_EQ(transports.size(), static_cast<size_t>(kRanks));
+  std::vector<Status> results(kRanks);
+  ForEachRank(kRanks, [&](int rank) { results[rank] = ExchangeAllSizes(transports[rank].get(), rank, kRanks); });
+  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
+}
+
+TEST(UcxTransportTest, ThreadsKeepPerPeerOrder) {
+  auto transports = ConnectedMesh(2);
+  ASSERT_EQ(transports.size(), 2u);
+  std::vector<Status> results(2);
+  ForEachRank(2, [&](int rank) { results[rank] = SendInOrder(transports[rank].get(), rank); });
+  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
+}
+
+// Rank 0 sends (tag, bytes); rank 1 expects (want_tag, want_bytes).
+Status Mismatch(uint64_t tag, size_t bytes, uint64_t want_tag, size_t want_bytes) {
+  auto transports = ConnectedMesh(2);
+  if (transports.size() != 2) return InternalError("no mesh");
+  std::vector<uint8_t> out(bytes, 1), in(want_bytes, 0);
+  TransferRequest send, recv;
+  send.buffer = out.data();
+  send.bytes = bytes;
+  send.tag = tag;
+  recv.buffer = in.data();
+  recv.bytes = want_bytes;
+  recv.tag = want_tag;
+  EXPECT_TRUE(transports[0]->endpoint(1)->PostSend(&send).ok());
+  EXPECT_TRUE(transports[1]->endpoint(0)->PostRecv(&recv).ok());
+  Status received;
+  std::thread sender([&] { (void)WaitAll(transports[0].get(), {&send}, 3000); });
+  received = WaitAll(transports[1].get(), {&recv});
+  sender.join();
+  return received;
+}
+
+TEST(UcxTransportTest, TagMismatchFailsNamingThePeer) {
+  const Status status = Mismatch(5, 64, 6, 64);
+  EXPECT_EQ(status.code(), chorusInternalError) << status.message();
+  EXPECT_NE(status.message().find("mismatch with rank 0"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("expected tag 6"), std::string::npos) << status.message();
+}
+
+TEST(UcxTransportTest, LongerMessageFailsNamingThePeer) {
+  const Status status = Mismatch(5, 1 << 20, 5, 1000);
+  EXPECT_EQ(status.code(), chorusInternalError) << status.message();
+  EXPECT_NE(status.message().find("mismatch with rank 0"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("got tag 5 with 1048576 bytes"), std::string::npos) << status.message();
+}
+
+TEST(UcxTransportTest, ShorterMessageFailsNamingThePeer) {
+  const Status status = Mismatch(5, 10, 5, 100);
+  EXPECT_EQ(status.code(), chorusInternalError) << status.message();
+  EXPECT_NE(status.message().find("got tag 5 with 10 bytes"), std::string::npos) << status.message();
+}
+
+TEST(UcxTransportTest, ShutdownWakesASleepingProgressAndStaysFailed) {
+  auto transports = ConnectedMesh(2);
+  ASSERT_EQ(transports.size(), 2u);
+  std::vector<uint8_t> in(100);
+  TransferRequest recv;
+  recv.buffer = in.data();
+  recv.bytes = in.size();
+  ASSERT_TRUE(transports[1]->endpoint(0)->PostRecv(&recv).ok());
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    transports[1]->Shutdown();
+  });
+  const Deadline deadline = Deadline::AfterMs(kTestTimeoutMs);
+  Status status;
+  while (status.ok() && !deadline.Expired()) status = transports[1]->Progress(kTestTimeoutMs);
+  stopper.join();
+  EXPECT_FALSE(status.ok());
+  EXPECT_FALSE(recv.done);
+  EXPECT_FALSE(transports[1]->Progress(0).ok());
+}
+
+// ---- Ranks as processes ----------------------------------------------------
+//
+// The parent forks one child per rank and execs this binary in it with
+// TEST_UCX_CHILD_ROLE set (the UcxChild test below runs the rank), and relays the
+// ranks' addresses between them through pipes.
+
+struct ChildRole {
+  std::string scenario;
+  int rank = 0, nranks = 0;
+  int in_fd = -1, out_fd = -1;
+  std::string tls;
+};
+
+bool WriteAll(int fd, const std::string& text) {
+  const uint32_t length = static_cast<uint32_t>(text.size());
+  return ::write(fd, &length, sizeof(length)) == sizeof(length) &&
+         (length == 0 || ::write(fd, text.data(), length) == static_cast<ssize_t>(length));
+}
+
+bool ReadAll(int fd, std::string* text) {
+  uint32_t length = 0;
+  if (::read(fd, &length, sizeof(length)) != sizeof(length)) return false;
+  text->assign(length, '\0');
+  size_t got = 0;
+  while (got < length) {
+    const ssize_t n = ::read(fd, &(*text)[got], length - got);
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Runs `scenario` on `nranks` processes; `between` runs in the parent once
+// every rank has reported "ready" after connecting (it gets the pids).
+// Returns each child's exit status.
+std::vector<int> RunProcesses(const std::string& scenario, int nranks, const std::string& tls,
+                              const std::function<void(const std::vector<pid_t>&, const std::vector<int>&)>& between =
+                                  nullptr) {
+  std::vector<pid_t> pids;
+  std::vector<int> to_child, from_child;
+  for (int rank = 0; rank < nranks; ++rank) {
+    int down[2], up[2];
+    if (::pipe(down) != 0 || ::pipe(up) != 0) return {};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(down[1]);
+      ::close(up[0]);
+      const std::string role = StrCat(scenario, ":", rank, ":", nranks, ":", down[0], ":", up[1], ":", tls);
+      ::setenv("TEST_UCX_CHILD_ROLE", role.c_str(), 1);
+      // UCX leaves its shared memory out of endpoints that report peer
+      // failures unless told that it may (UCX_POSIX/SYSV_ERROR_HANDLING).
+      if (tls.find("posix") != std::string::npos) ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 1);
+      if (tls.find("sysv") != std::string::npos) ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 1);
+      ::execl("/proc/self/exe", "ucx_transport_test", "--gtest_filter=UcxChild.Run", nullptr);
+      ::_exit(127);
+    }
+    ::close(down[0]);
+    ::close(up[1]);
+    pids.push_back(pid);
+    to_child.push_back(down[1]);
+    from_child.push_back(up[0]);
+  }
+  std::vector<std::string> addresses(nranks);
+  for (int rank = 0; rank < nranks; ++rank) EXPECT_TRUE(ReadAll(from_child[rank], &addresses[rank]));
+  std::string all;
+  for (const std::string& address : addresses) all += address + "\n";
+  for (int rank = 0; rank < nranks; ++rank) EXPECT_TRUE(WriteAll(to_child[rank], all));
+  if (between) between(pids, from_child);
+  std::vector<int> statuses(nranks, -1);
+  const Deadline deadline = Deadline::AfterMs(2 * kTestTimeoutMs);
+  for (int rank = 0; rank < nranks; ++rank) {
+    int status = 0;
+    while (::waitpid(pids[rank], &status, WNOHANG) == 0) {
+      if (deadline.Expired()) {
+        ::kill(pids[rank], SIGKILL);
+        ::waitpid(pids[rank], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    statuses[rank] = status;
+    ::close(to_child[rank]);
+    ::close(from_child[rank]);
+  }
+  return statuses;
+}
+
+bool ExitedCleanly(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+// The transports the process tests run over: UCX's TCP and its shared memory.
+class UcxProcessTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(UcxProcessTest, ExchangeSmallAndLargeMessages) {
+  for (int status : RunProcesses("exchange", 3, GetParam())) EXPECT_TRUE(ExitedCleanly(status)) << status;
+}
+
+TEST_P(UcxProcessTest, KeepPerPeerOrder) {
+  for (int status : RunProcesses("order", 2, GetParam())) EXPECT_TRUE(ExitedCleanly(status)) << status;
+}
+
+TEST_P(UcxProcessTest, KilledPeerFailsAPendingReceiveNamingIt) {
+  if (std::string(GetParam()).find("tcp") == std::string::npos && std::string(GetParam()) != "") {
+    GTEST_SKIP() << "UCX 1.13 does not report a dead peer over shared memory alone (the deadline does)";
+  }
+  const std::vector<int> statuses =
+      RunProcesses("killed", 2, GetParam(), [](const std::vector<pid_t>& pids, const std::vector<int>& from_child) {
+        std::string ready;
+        ASSERT_TRUE(ReadAll(from_child[0], &ready));  // rank 0 has posted its receive
+        ASSERT_TRUE(ReadAll(from_child[1], &ready));
+        ::kill(pids[1], SIGKILL);
+      });
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_TRUE(ExitedCleanly(statuses[0])) << statuses[0];
+  EXPECT_TRUE(WIFSIGNALED(statuses[1]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Tls, UcxProcessTest, ::testing::Values("", "tcp", "posix,cma", "sysv,cma", "posix,cma,tcp"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = *info.param != '\0' ? info.param : "all";
+                           for (char& c : name) c = (c == ',') ? '_' : c;
+                           return name;
+                         });
+
+// One rank of a process test (only in a child that RunProcesses started).
+TEST(UcxChild, Run) {
+  const char* role_text = std::getenv("TEST_UCX_CHILD_ROLE");
+  if (role_text == nullptr) GTEST_SKIP() << "runs only as a child of the process tests";
+  ChildRole role;
+  std::vector<std::string> fields;
+  std::string text = role_text;
+  for (size_t begin = 0;;) {
+    const size_t colon = text.find(':', begin);
+    fields.push_back(text.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin));
+    if (colon == std::string::npos) break;
+    begin = colon + 1;
+  }
+  ASSERT_EQ(fields.size(), 6u) << role_text;
+  role.scenario = fields[0];
+  role.rank = std::atoi(fields[1].c_str());
+  role.nranks = std::atoi(fields[2].c_str());
+  role.in_fd = std::atoi(fields[3].c_str());
+  role.out_fd = std::atoi(fields[4].c_str());
+  role.tls = fields[5];
+
+  std::unique_ptr<Transport> transport;
+  Status status = CreateUcxTransport(Options(role.rank, role.nranks, role.tls), &transport);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(WriteAll(role.out_fd, transport->LocalAddress()));
+  std::string all;
+  ASSERT_TRUE(ReadAll(role.in_fd, &all));
+  std::vector<std::string> addresses;
+  for (size_t begin = 0, end; (end = all.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    addresses.push_back(all.substr(begin, end - begin));
+  }
+  status = transport->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
+  ASSERT_TRUE(status.ok()) << status.message();
+  if (role.scenario == "exchange") {
+    status = ExchangeAllSizes(transport.get(), role.rank, role.nranks);
+    EXPECT_TRUE(status.ok()) << status.message();
+  } else if (role.scenario == "order") {
+    status = SendInOrder(transport.get(), role.rank);
+    EXPECT_TRUE(status.ok()) << status.message();
+  } else if (role.scenario == "killed") {
+    if (role.rank == 1) {
+      ASSERT_TRUE(WriteAll(role.out_fd, "ready"));
+      while (true) (void)transport->Progress(100);  // until killed
+    }
+    std::vector<uint8_t> in(1 << 20);
+    TransferRequest recv;
+    recv.buffer = in.data();
+    recv.bytes = in.size();
+    ASSERT_TRUE(transport->endpoint(1)->PostRecv(&recv).ok());
+    ASSERT_TRUE(WriteAll(role.out_fd, "ready"));
+    status = WaitAll(transport.get(), {&recv});
+    EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+    EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status.message();
+    EXPECT_FALSE(recv.done);
+  }
+}
+
+#else  // !CHORUS_HAVE_UCX
+
+TEST(UcxTransportTest, NeedsUcx) { GTEST_SKIP() << "Chorus was built without UCX (libucx-dev)"; }
+
+#endif
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,467 @@
+#include "transports/ucx/ucx_transport.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/log.h"
+#include "transports/ucx/ucx_address.h"
+
+namespace chorus {
+
+class UcxTransport::UcxEndpoint : public Endpoint {
+ public:
+  UcxEndpoint(UcxTransport* transport, int peer) : transport_(transport), peer_(peer) {}
+  int peer() const override { return peer_; }
+  Status PostSend(TransferRequest* request) override { return transport_->Post(peer_, request, true); }
+  Status PostRecv(TransferRequest* request) override { return transport_->Post(peer_, request, false); }
+
+ private:
+  UcxTransport* transport_;
+  int peer_;
+};
+
+struct UcxTransport::Peer {
+  Peer(UcxTransport* transport, int rank) : endpoint(transport, rank), rank(rank) {}
+  UcxEndpoint endpoint;
+  int rank;
+  ucp_ep_h ep = nullptr;
+  uint64_t sends_posted = 0;  // numbers the next send (its UCP tag)
+  uint64_t recvs_posted = 0;  // numbers the next receive
+  ucs_status_t failure = UCS_OK;  // set by the endpoint's error callback
+};
+
+// One of an Op's two UCP messages (header or payload).
+struct UcxTransport::Part {
+  Op* op = nullptr;
+  void* request = nullptr;  // UCP request in flight; null once complete
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+  size_t length = 0;  // bytes received
+};
+
+struct UcxTransport::Op {
+  TransferRequest* request = nullptr;  // null once Shutdown let go of it
+  Peer* peer = nullptr;
+  bool is_send = false;
+  Part header_part;
+  Part payload_part;
+  ucx::WireHeader header;  // sent from or received into here
+  Op* next_free = nullptr;
+  bool done() const { return header_part.done && payload_part.done; }
+};
+
+namespace {
+
+std::string PeerLabel(int rank) { return StrCat("rank ", rank); }
+
+Status UcxError(ucs_status_t status, const std::string& what) {
+  return SystemError("UCX transport: ", what, ": ", ucs_status_string(status));
+}
+
+}  // namespace
+
+Status CreateUcxTransport(const UcxOptions& options, std::unique_ptr<Transport>* transport) {
+  if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
+    return InvalidArgument("UCX transport: rank ", options.rank, " out of range for ", options.nranks, " ranks");
+  }
+  if (options.nranks > ucx::kMaxRanks) {
+    return InvalidArgument("UCX transport: at most ", ucx::kMaxRanks, " ranks, not ", options.nranks);
+  }
+  std::unique_ptr<UcxTransport> created(new UcxTransport(options));
+  created->options_.topology = nullptr;  // not read, and the caller's does not outlive creation
+  CHORUS_RETURN_IF_ERROR(created->Init());
+  *transport = std::move(created);
+  return Status::Ok();
+}
+
+UcxTransport::UcxTransport(const UcxOptions& options) : options_(options) {}
+
+Status UcxTransport::Init() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) return UcxError(status, "reading the UCX configuration");
+  if (!options_.tls.empty()) status = ucp_config_modify(config, "TLS", options_.tls.c_str());
+  if (status == UCS_OK) {
+    status = ucp_config_modify(config, "KEEPALIVE_INTERVAL", StrCat(options_.keepalive_ms, "ms").c_str());
+  }
+  if (status != UCS_OK) {
+    ucp_config_release(config);
+    return UcxError(status, StrCat("CHORUS_UCX_TLS='", options_.tls, "' or CHORUS_UCX_KEEPALIVE_MS"));
+  }
+  ucp_params_t params = {};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  params.name = "chorus";
+  status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (status != UCS_OK) return UcxError(status, "ucp_init");
+
+  ucp_worker_params_t worker_params = {};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // every call under mutex_
+  status = ucp_worker_create(context_, &worker_params, &worker_);
+  if (status != UCS_OK) return UcxError(status, "ucp_worker_create");
+  status = ucp_worker_get_efd(worker_, &worker_fd_);
+  if (status != UCS_OK) return UcxError(status, "ucp_worker_get_efd");
+  wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
+
+  ucp_address_t* address = nullptr;
+  size_t length = 0;
+  status = ucp_worker_get_address(worker_, &address, &length);
+  if (status != UCS_OK) return UcxError(status, "ucp_worker_get_address");
+  local_address_ = ucx::EncodeWorkerAddress(address, length);
+  ucp_worker_release_address(worker_, address);
+  return Status::Ok();
+}
+
+UcxTransport::~UcxTransport() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Teardown();
+  }
+  // Destroying the worker completes whatever is left; the ops it calls back
+  // into are still alive (members are destroyed after this body).
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+Status UcxTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (connected_) return InvalidUsage("UCX transport: Connect called twice");
+  if (shut_down_.load()) return InvalidUsage("UCX transport shut down before connecting");
+  if (static_cast<int>(addresses.size()) != options_.nranks) {
+    return InvalidArgument("UCX transport: ", addresses.size(), " addresses for ", options_.nranks, " ranks");
+  }
+  peers_.resize(options_.nranks);
+  std::vector<void*> flushes;
+  for (int rank = 0; rank < options_.nranks; ++rank) {
+    if (rank == options_.rank || addresses[rank].empty()) continue;
+    std::vector<unsigned char> remote;
+    CHORUS_RETURN_IF_ERROR(
+        ucx::DecodeWorkerAddress(addresses[rank], &remote).WithContext(StrCat("address of ", PeerLabel(rank))));
+    auto peer = std::make_unique<Peer>(this, rank);
+    ucp_ep_params_t params = {};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address = reinterpret_cast<const ucp_address_t*>(remote.data());
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a dead peer is an error callback, not a hang
+    params.err_handler.cb = PeerFailed;
+    params.err_handler.arg = peer.get();
+    const ucs_status_t status = ucp_ep_create(worker_, &params, &peer->ep);
+    if (status != UCS_OK) return Fail(UcxError(status, StrCat("endpoint to ", PeerLabel(rank))));
+    peers_[rank] = std::move(peer);
+  }
+  // Flushing every endpoint completes its wire-up within the deadline, so a
+  // peer that is gone fails Connect rather than the first collective.
+  for (auto& peer : peers_) {
+    if (peer == nullptr) continue;
+    ucp_request_param_t param = {};
+    void* request = ucp_ep_flush_nbx(peer->ep, &param);
+    if (UCS_PTR_IS_ERR(request)) {
+      return Fail(UcxError(UCS_PTR_STATUS(request), StrCat("connecting to ", PeerLabel(peer->rank))));
+    }
+    if (request != nullptr) flushes.push_back(request);
+  }
+  CHORUS_RETURN_IF_ERROR(WaitForRequests(lock, &flushes, deadline, "connecting"));
+  connected_ = true;
+  return Status::Ok();
+}
+
+Status UcxTransport::WaitForRequests(std::unique_lock<std::mutex>& lock, std::vector<void*>* requests,
+                                     Deadline deadline, const char* what) {
+  while (true) {
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+    for (auto& peer : peers_) {
+      if (peer != nullptr && peer->failure != UCS_OK) {
+        return Fail(RemoteError("UCX transport: ", PeerLabel(peer->rank), " failed while ", what, ": ",
+                                ucs_status_string(peer->failure)));
+      }
+    }
+    size_t left = 0;
+    for (void* request : *requests) {
+      const ucs_status_t status = ucp_request_check_status(request);
+      if (status == UCS_INPROGRESS) {
+        (*requests)[left++] = request;
+        continue;
+      }
+      ucp_request_free(request);
+      if (status != UCS_OK) return Fail(UcxError(status, what));
+    }
+    requests->resize(left);
+    if (requests->empty()) return Status::Ok();
+    if (shut_down_.load()) return Fail(InvalidUsage("UCX transport shut down while ", what));
+    if (deadline.Expired()) {
+      return Fail(TimeoutError("UCX transport: timed out ", what, " (", left, " endpoints not wired up)"));
+    }
+    CHORUS_RETURN_IF_ERROR(Sleep(lock, deadline.RemainingMs(100)));
+  }
+}
+
+Endpoint* UcxTransport::endpoint(int peer) {
+  if (!connected_ || peer < 0 || peer >= options_.nranks || peers_[peer] == nullptr) return nullptr;
+  return &peers_[peer]->endpoint;
+}
+
+UcxTransport::Op* UcxTransport::AcquireOp() {
+  Op* op = free_ops_;
+  if (op != nullptr) {
+    free_ops_ = op->next_free;
+  } else {
+    ops_.emplace_back();
+    op = &ops_.back();
+  }
+  *op = Op();
+  op->header_part.op = op;
+  op->payload_part.op = op;
+  return op;
+}
+
+void UcxTransport::SendDone(void* request, ucs_status_t status, void* user_data) {
+  auto* part = static_cast<Part*>(user_data);
+  part->status = status;
+  part->done = true;
+  part->request = nullptr;
+  ucp_request_free(request);
+}
+
+void UcxTransport::RecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
+  auto* part = static_cast<Part*>(user_data);
+  part->status = status;
+  part->length = status == UCS_OK ? info->length : 0;
+  part->done = true;
+  part->request = nullptr;
+  ucp_request_free(request);
+}
+
+void UcxTransport::PeerFailed(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  if (peer->failure == UCS_OK) peer->failure = status;
+}
+
+void UcxTransport::StartSend(Peer* peer, Part* part, const void* buffer, size_t bytes, uint64_t tag) {
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = SendDone;
+  param.user_data = part;
+  void* request = ucp_tag_send_nbx(peer->ep, buffer, bytes, tag, &param);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) {  // sent at once (buffer reusable), or failed
+    part->status = UCS_PTR_STATUS(request);
+    part->done = true;
+  } else {
+    part->request = request;
+  }
+}
+
+void UcxTransport::StartRecv(Part* part, void* buffer, size_t bytes, uint64_t tag) {
+  ucp_request_param_t param = {};
+  // Always through the callback, which reports the received length.
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = RecvDone;
+  param.user_data = part;
+  void* request = ucp_tag_recv_nbx(worker_, buffer, bytes, tag, ucx::kFullMask, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    part->status = UCS_PTR_STATUS(request);
+    part->done = true;
+  } else {
+    part->request = request;
+  }
+}
+
+Status UcxTransport::Post(int peer_rank, TransferRequest* request, bool is_send) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
+  if (request == nullptr) return InvalidArgument("UCX transport: null request");
+  if (request->buffer == nullptr && request->bytes > 0) {
+    return InvalidArgument("UCX transport: null buffer for a ", request->bytes, "-byte message");
+  }
+  Peer* peer = peers_[peer_rank].get();
+  Op* op = AcquireOp();
+  op->request = request;
+  op->peer = peer;
+  op->is_send = is_send;
+  request->done = false;
+  request->progress = 0;
+  if (is_send) {
+    const uint64_t sequence = peer->sends_posted++;
+    op->header.tag = request->tag;
+    op->header.bytes = request->bytes;
+    StartSend(peer, &op->header_part, &op->header, sizeof(op->header), ucx::MessageTag(true, options_.rank, sequence));
+    StartSend(peer, &op->payload_part, request->buffer, request->bytes,
+              ucx::MessageTag(false, options_.rank, sequence));
+  } else {
+    const uint64_t sequence = peer->recvs_posted++;
+    StartRecv(&op->header_part, &op->header, sizeof(op->header), ucx::MessageTag(true, peer_rank, sequence));
+    StartRecv(&op->payload_part, request->buffer, request->bytes, ucx::MessageTag(false, peer_rank, sequence));
+  }
+  inflight_.push_back(op);
+  return Status::Ok();
+}
+
+Status UcxTransport::FinishOp(Op* op) {
+  TransferRequest& request = *op->request;
+  const std::string peer = PeerLabel(op->peer->rank);
+  for (const Part* part : {&op->header_part, &op->payload_part}) {
+    if (part->status == UCS_OK || (!op->is_send && part == &op->payload_part)) continue;
+    if (op->peer->failure != UCS_OK || part->status == UCS_ERR_CONNECTION_RESET ||
+        part->status == UCS_ERR_ENDPOINT_TIMEOUT || part->status == UCS_ERR_UNREACHABLE) {
+      return RemoteError("UCX transport: ", peer, " failed (", op->is_send ? "send" : "receive", "): ",
+                         ucs_status_string(op->peer->failure != UCS_OK ? op->peer->failure : part->status));
+    }
+    return UcxError(part->status, StrCat(op->is_send ? "send to " : "receive from ", peer));
+  }
+  if (!op->is_send) {
+    if (op->header_part.length != sizeof(op->header)) {
+      return InternalError("bad message header from ", peer, " (", op->header_part.length, " bytes)");
+    }
+    if (op->header.tag != request.tag || op->header.bytes != request.bytes) {
+      return InternalError("message mismatch with ", peer, ": expected tag ", request.tag, " with ", request.bytes,
+                           " bytes, got tag ", op->header.tag, " with ", op->header.bytes, " bytes");
+    }
+    if (op->payload_part.status != UCS_OK) {
+      return UcxError(op->payload_part.status, StrCat("receive from ", peer));
+    }
+    if (op->payload_part.length != request.bytes) {
+      return InternalError("message mismatch with ", peer, ": expected ", request.bytes, " bytes, got ",
+                           op->payload_part.length);
+    }
+  }
+  request.done = true;
+  return Status::Ok();
+}
+
+Status UcxTransport::Drive(bool* progressed) {
+  // Bounded: a peer streaming at us must not keep completions from being reaped.
+  for (int round = 0; round < 64 && ucp_worker_progress(worker_) != 0; ++round) {
+  }
+  size_t left = 0;
+  for (size_t i = 0; i < inflight_.size(); ++i) {
+    Op* op = inflight_[i];
+    if (!op->done()) {
+      inflight_[left++] = op;
+      continue;
+    }
+    const Status status = FinishOp(op);
+    if (!status.ok()) {
+      // The failed op and those after it stay listed, so Teardown lets go of them.
+      inflight_.erase(inflight_.begin() + left, inflight_.begin() + i);
+      return Fail(status);
+    }
+    op->next_free = free_ops_;
+    free_ops_ = op;
+    *progressed = true;
+  }
+  inflight_.resize(left);
+  for (auto& peer : peers_) {
+    if (peer != nullptr && peer->failure != UCS_OK) {
+      return Fail(RemoteError("UCX transport: ", PeerLabel(peer->rank), " failed: ", ucs_status_string(peer->failure)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status UcxTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
+  const ucs_status_t armed = ucp_worker_arm(worker_);
+  if (armed == UCS_ERR_BUSY) return Status::Ok();  // events arrived meanwhile: no sleep
+  if (armed != UCS_OK) return Fail(UcxError(armed, "ucp_worker_arm"));
+  pollfd fds[2] = {{worker_fd_, POLLIN, 0}, {wakeup_.fd(), POLLIN, 0}};
+  lock.unlock();
+  const int ready = ::poll(fds, 2, timeout_ms);
+  const int poll_errno = errno;
+  if (fds[1].revents != 0) {
+    uint64_t ignored;
+    while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
+    }
+  }
+  lock.lock();
+  if (ready < 0 && poll_errno != EINTR) return Fail(ErrnoError(poll_errno, "poll(UCX worker)"));
+  return Status::Ok();
+}
+
+Status UcxTransport::Progress(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
+  if (!connected_) return InvalidUsage("UCX transport: Progress before Connect");
+  bool progressed = false;
+  CHORUS_RETURN_IF_ERROR(Drive(&progressed));
+  if (progressed || timeout_ms <= 0) return Status::Ok();
+  CHORUS_RETURN_IF_ERROR(Sleep(lock, timeout_ms));
+  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
+  return Drive(&progressed);
+}
+
+void UcxTransport::Wakeup() {
+  const uint64_t one = 1;
+  // A full counter (EAGAIN) already means "wake up".
+  [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
+}
+
+Status UcxTransport::Fail(Status status) {
+  if (error_.ok()) error_ = status;
+  // Closing our endpoints at once tells every peer waiting on us that we are gone.
+  Teardown();
+  return error_;
+}
+
+void UcxTransport::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  Wakeup();  // a Progress sleeping in poll() returns and releases the mutex
+  std::lock_guard<std::mutex> lock(mutex_);
+  Teardown();
+}
+
+void UcxTransport::Teardown() {
+  if (torn_down_ || worker_ == nullptr) return;
+  torn_down_ = true;
+  shut_down_.store(true);
+  // Receives not yet matched are cancelled; the rest end with their
+  // endpoint below. Either way no TransferRequest is touched again.
+  for (Op* op : inflight_) {
+    op->request = nullptr;
+    for (Part* part : {&op->header_part, &op->payload_part}) {
+      if (!op->is_send && part->request != nullptr) ucp_request_cancel(worker_, part->request);
+    }
+  }
+  inflight_.clear();
+  // On a clean shutdown the endpoints are flushed first (a rendezvous
+  // receiver still owes its sender the acknowledgement that completes the
+  // send), for at most kFlushMs; after an error they are dropped at once.
+  constexpr int kFlushMs = 1000;
+  std::vector<void*> closing;
+  for (auto& peer : peers_) {
+    if (peer == nullptr || peer->ep == nullptr) continue;
+    ucp_request_param_t param = {};
+    if (!error_.ok() || peer->failure != UCS_OK) {
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
+    void* request = ucp_ep_close_nbx(peer->ep, &param);
+    peer->ep = nullptr;
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
+  }
+  const Deadline deadline = Deadline::AfterMs(kFlushMs);
+  while (!closing.empty() && !deadline.Expired()) {
+    ucp_worker_progress(worker_);
+    size_t left = 0;
+    for (void* request : closing) {
+      if (ucp_request_check_status(request) == UCS_INPROGRESS) {
+        closing[left++] = request;
+      } else {
+        ucp_request_free(request);
+      }
+    }
+    closing.resize(left);
+  }
+  // Still closing (a peer that does not answer): the worker's destruction
+  // releases them.
+  for (void* request : closing) ucp_request_free(request);
+}
+
+}  // namespace chorus

@@ -1,0 +1,106 @@
+// UcxTransport: messages over UCP tag matching (UCX 1.13+), one UCP context
+// and one worker per transport. Every Chorus message is two UCP messages, a
+// 16-byte header (tag and length, checked by the receiver) and the payload
+// sent from and received into the caller's buffer, both tagged with the
+// sender's rank and the message's number in that direction (ucx_tag.h), so
+// per-peer order holds whatever order UCP completes them in. Endpoints use
+// UCP_ERR_HANDLING_MODE_PEER: a peer's death reaches the error callback and
+// fails Progress naming the peer. An idle Progress arms the worker and
+// sleeps on its event fd (and a wakeup eventfd) instead of spinning.
+//
+// Threading: PostSend/PostRecv/Progress from one thread at a time (the
+// progress engine); Wakeup and Shutdown from any thread. Every UCP call is
+// made under one mutex (the worker is UCS_THREAD_MODE_SERIALIZED), released
+// while Progress sleeps, so Shutdown can tear the endpoints down at once.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transports/socket/socket.h"
+#include "transports/transport.h"
+#include "transports/ucx/ucx_tag.h"
+
+namespace chorus {
+
+// The UCX transport's own options (CHORUS_UCX_TLS, CHORUS_UCX_KEEPALIVE_MS)
+// beside what every transport gets.
+struct UcxOptions : TransportOptions {
+  std::string tls;         // UCX_TLS for this context only; empty: UCX's own (UCX_TLS or all)
+  int keepalive_ms = 1000; // UCX_KEEPALIVE_INTERVAL: how soon a silent peer's death is noticed
+};
+
+class TransportVars;
+// CHORUS_UCX_TLS and CHORUS_UCX_KEEPALIVE_MS from `vars` (ucx_descriptor.cc).
+Status ReadUcxOptions(const TransportVars& vars, UcxOptions* options);
+
+// Creates the UCP context and worker; the address is the worker's.
+Status CreateUcxTransport(const UcxOptions& options, std::unique_ptr<Transport>* transport);
+
+class UcxTransport : public Transport {
+ public:
+  ~UcxTransport() override;
+
+  const char* name() const override { return "ucx"; }
+  TransportCapabilities capabilities() const override { return {}; }
+  std::string LocalAddress() const override { return local_address_; }
+  // addresses[i] empty: rank i is served by another transport (no endpoint).
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override;
+  Endpoint* endpoint(int peer) override;
+  Status Progress(int timeout_ms) override;
+  void Wakeup() override;
+  void Shutdown() override;
+
+ private:
+  friend Status CreateUcxTransport(const UcxOptions&, std::unique_ptr<Transport>*);
+  class UcxEndpoint;
+  struct Peer;
+  struct Part;
+  struct Op;
+
+  explicit UcxTransport(const UcxOptions& options);
+  Status Init();
+  Status Post(int peer, TransferRequest* request, bool is_send);
+  void StartSend(Peer* peer, Part* part, const void* buffer, size_t bytes, uint64_t tag);
+  void StartRecv(Part* part, void* buffer, size_t bytes, uint64_t tag);
+  Op* AcquireOp();
+  // Runs the worker until it has nothing to do, then completes finished
+  // requests; *progressed: some request finished. Holds mutex_.
+  Status Drive(bool* progressed);
+  Status FinishOp(Op* op);
+  // Sleeps until the worker has events, Wakeup is called or `timeout_ms`
+  // passes; releases `lock` meanwhile.
+  Status Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms);
+  Status WaitForRequests(std::unique_lock<std::mutex>& lock, std::vector<void*>* requests, Deadline deadline,
+                         const char* what);
+  Status Fail(Status status);
+  // Lets go of every posted request and closes the endpoints. Holds mutex_.
+  void Teardown();
+  static void SendDone(void* request, ucs_status_t status, void* user_data);
+  static void RecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data);
+  static void PeerFailed(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+  UcxOptions options_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int worker_fd_ = -1;  // owned by the worker
+  Socket wakeup_;       // eventfd; not a socket, but the same close-on-destroy ownership
+  std::string local_address_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self and peers of other transports
+  std::deque<Op> ops_;                        // stable addresses; UCP callbacks point into them
+  Op* free_ops_ = nullptr;
+  std::vector<Op*> inflight_;                 // in posting order
+  bool connected_ = false;
+  Status error_;  // first failure; returned by every later call
+  std::mutex mutex_;
+  std::atomic<bool> shut_down_{false};
+  bool torn_down_ = false;
+};
+
+}  // namespace chorus
