@@ -40,14 +40,14 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "SO_SNDBUF of every TCP data socket, as CHORUS_SOCKET_RCVBUF. 0: kernel autotuning (tcp_wmem); at most 1023M."},
       {"CHORUS_TRANSPORT", "string", "auto",
        "Transports, in order: auto (the best per peer: shared memory between ranks of one host and network "
-       "namespace, TCP otherwise), one name (only it: tcp, shm; a peer it cannot reach fails creation), or an "
+       "namespace, TCP otherwise), one name (only it: tcp, shm, ucx when built with UCX; a peer it cannot reach fails creation), or an "
        "ordered list (shm,tcp: for each peer the first that reaches it)."},
       {"CHORUS_UCX_TLS", "string", "",
        "UCX transports the ucx transport may use (UCX_TLS syntax: tcp, posix,cma,tcp, ^tcp); set for Chorus's UCX "
        "context only. Empty: UCX_TLS, else all UCX finds."},
       {"CHORUS_UCX_KEEPALIVE_MS", "int", "1000",
-       "ucx transport: interval of UCX's keepalive (UCX_KEEPALIVE_INTERVAL), which finds a dead peer on "
-       "transports without a connection (shared memory); 1..3600000."},
+       "ucx transport: interval of UCX's endpoint keepalive (UCX_KEEPALIVE_INTERVAL) for Chorus's UCX context; "
+       "1..3600000."},
       {"CHORUS_SHM_RING_BYTES", "bytes", "0",
        "Shared-memory ring per sender; each rank's segment in /dev/shm holds one per rank. 0 or auto: 1M up to "
        "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "
