@@ -61,6 +61,13 @@ Status UcxError(ucs_status_t status, const std::string& what) {
   return SystemError("UCX transport: ", what, ": ", ucs_status_string(status));
 }
 
+// What UCP reports for a transfer whose peer died or became unreachable.
+bool IsPeerFailure(ucs_status_t status) {
+  return status == UCS_ERR_CONNECTION_RESET || status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_UNREACHABLE ||
+         status == UCS_ERR_NOT_CONNECTED || status == UCS_ERR_REJECTED || status == UCS_ERR_IO_ERROR ||
+         status == UCS_ERR_CANCELED;
+}
+
 }  // namespace
 
 Status CreateUcxTransport(const UcxOptions& options, std::unique_ptr<Transport>* transport) {
@@ -191,6 +198,9 @@ Status UcxTransport::WaitForRequests(std::unique_lock<std::mutex>& lock, std::ve
         continue;
       }
       ucp_request_free(request);
+      if (status != UCS_OK && IsPeerFailure(status)) {
+        return Fail(RemoteError("UCX transport: a peer failed while ", what, ": ", ucs_status_string(status)));
+      }
       if (status != UCS_OK) return Fail(UcxError(status, what));
     }
     requests->resize(left);
@@ -308,9 +318,9 @@ Status UcxTransport::FinishOp(Op* op) {
   TransferRequest& request = *op->request;
   const std::string peer = PeerLabel(op->peer->rank);
   for (const Part* part : {&op->header_part, &op->payload_part}) {
-    if (part->status == UCS_OK || (!op->is_send && part == &op->payload_part)) continue;
-    if (op->peer->failure != UCS_OK || part->status == UCS_ERR_CONNECTION_RESET ||
-        part->status == UCS_ERR_ENDPOINT_TIMEOUT || part->status == UCS_ERR_UNREACHABLE) {
+    // A receive's payload may fail by a length mismatch, told by its header.
+    if (part->status == UCS_OK || (part->status == UCS_ERR_MESSAGE_TRUNCATED && !op->is_send)) continue;
+    if (op->peer->failure != UCS_OK || IsPeerFailure(part->status)) {
       return RemoteError("UCX transport: ", peer, " failed (", op->is_send ? "send" : "receive", "): ",
                          ucs_status_string(op->peer->failure != UCS_OK ? op->peer->failure : part->status));
     }
@@ -432,36 +442,47 @@ void UcxTransport::Teardown() {
   inflight_.clear();
   // On a clean shutdown the endpoints are flushed first (a rendezvous
   // receiver still owes its sender the acknowledgement that completes the
-  // send), for at most kFlushMs; after an error they are dropped at once.
+  // send), for at most kFlushMs; after an error they are not. Then every
+  // endpoint is closed by force, which also ends what a stalled peer left
+  // in flight (the worker must hold no request on an endpoint it destroys).
   constexpr int kFlushMs = 1000;
+  std::vector<void*> flushes;
+  for (auto& peer : peers_) {
+    if (peer == nullptr || peer->ep == nullptr || !error_.ok() || peer->failure != UCS_OK) continue;
+    ucp_request_param_t param = {};
+    void* request = ucp_ep_flush_nbx(peer->ep, &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) flushes.push_back(request);
+  }
+  ProgressUntilComplete(&flushes, Deadline::AfterMs(kFlushMs));
   std::vector<void*> closing;
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->ep == nullptr) continue;
     ucp_request_param_t param = {};
-    if (!error_.ok() || peer->failure != UCS_OK) {
-      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
     void* request = ucp_ep_close_nbx(peer->ep, &param);
     peer->ep = nullptr;
     if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
   }
-  const Deadline deadline = Deadline::AfterMs(kFlushMs);
-  while (!closing.empty() && !deadline.Expired()) {
+  ProgressUntilComplete(&closing, Deadline::AfterMs(kFlushMs));
+}
+
+void UcxTransport::ProgressUntilComplete(std::vector<void*>* requests, Deadline deadline) {
+  while (!requests->empty() && !deadline.Expired()) {
     ucp_worker_progress(worker_);
     size_t left = 0;
-    for (void* request : closing) {
+    for (void* request : *requests) {
       if (ucp_request_check_status(request) == UCS_INPROGRESS) {
-        closing[left++] = request;
+        (*requests)[left++] = request;
       } else {
         ucp_request_free(request);
       }
     }
-    closing.resize(left);
+    requests->resize(left);
   }
-  // Still closing (a peer that does not answer): the worker's destruction
-  // releases them.
-  for (void* request : closing) ucp_request_free(request);
+  // Freed now, released by UCP when they end (a force close ends them).
+  for (void* request : *requests) ucp_request_free(request);
+  requests->clear();
 }
 
 }  // namespace chorus

@@ -82,6 +82,8 @@ class UcxTransport : public Transport {
   Status Fail(Status status);
   // Lets go of every posted request and closes the endpoints. Holds mutex_.
   void Teardown();
+  // Progresses until `requests` complete or `deadline`, then frees them all.
+  void ProgressUntilComplete(std::vector<void*>* requests, Deadline deadline);
   static void SendDone(void* request, ucs_status_t status, void* user_data);
   static void RecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data);
   static void PeerFailed(void* arg, ucp_ep_h ep, ucs_status_t status);
