@@ -1,7 +1,7 @@
 // UcxTransport: ranks as threads, then as processes (fork + exec of this
 // binary, since UCX does not survive a fork after its initialisation), over
-// UCX's tcp and shared-memory (posix/sysv + cma) transports. Skipped when
-// Chorus is built without UCX.
+// UCX's tcp and shared-memory (posix, sysv) transports. Skipped when Chorus
+// is built without UCX.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -61,6 +61,14 @@ std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, const std::str
     if (!status.ok()) return {};
   }
   return transports;
+}
+
+// Destroys the transports at once, one thread each, as ranks do: each
+// flushes its endpoints on the way out, which needs the peers to progress.
+void DestroyTogether(std::vector<std::unique_ptr<Transport>>* transports) {
+  std::vector<std::thread> threads;
+  for (auto& transport : *transports) threads.emplace_back([&transport] { transport.reset(); });
+  for (auto& thread : threads) thread.join();
 }
 
 // Drives Progress until every request is done.
@@ -226,6 +234,7 @@ TEST(UcxTransportTest, ThreadsExchangeSmallAndLargeMessages) {
   std::vector<Status> results(kRanks);
   ForEachRank(kRanks, [&](int rank) { results[rank] = ExchangeAllSizes(transports[rank].get(), rank, kRanks); });
   for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
+  DestroyTogether(&transports);
 }
 
 TEST(UcxTransportTest, ThreadsKeepPerPeerOrder) {
@@ -234,6 +243,7 @@ TEST(UcxTransportTest, ThreadsKeepPerPeerOrder) {
   std::vector<Status> results(2);
   ForEachRank(2, [&](int rank) { results[rank] = SendInOrder(transports[rank].get(), rank); });
   for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
+  DestroyTogether(&transports);
 }
 
 // Rank 0 sends (tag, bytes); rank 1 expects (want_tag, want_bytes).
@@ -254,6 +264,7 @@ Status Mismatch(uint64_t tag, size_t bytes, uint64_t want_tag, size_t want_bytes
   std::thread sender([&] { (void)WaitAll(transports[0].get(), {&send}, 3000); });
   received = WaitAll(transports[1].get(), {&recv});
   sender.join();
+  DestroyTogether(&transports);
   return received;
 }
 
