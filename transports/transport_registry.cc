@@ -68,7 +68,9 @@ Status TransportRegistry::ParseSelection(const std::string& text,
                            " (or auto, or an ordered list such as 'shm,tcp')");
   };
   if (text == "auto") {
-    for (const TransportDescriptor& descriptor : descriptors_) chosen.push_back(&descriptor);
+    for (const TransportDescriptor& descriptor : descriptors_) {
+      if (!descriptor.explicit_only) chosen.push_back(&descriptor);
+    }
     std::stable_sort(chosen.begin(), chosen.end(), [](const TransportDescriptor* a, const TransportDescriptor* b) {
       return a->preference < b->preference;
     });

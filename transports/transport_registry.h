@@ -54,6 +54,11 @@ struct TransportDescriptor {
   const char* name;
   // `auto` tries transports in increasing preference for each peer.
   int preference;
+  // Left out of `auto`: used only where CHORUS_TRANSPORT names it. For a
+  // transport that would cost every communicator (UCX: a context, a worker
+  // and a 4 MiB /dev/shm FIFO each) while auto's others already reach every
+  // peer it does.
+  bool explicit_only;
   // What the transport can do before it is created (same_host_only decides
   // reachability by default); the created transport reports the rest.
   TransportCapabilities capabilities;
@@ -95,8 +100,8 @@ class TransportRegistry {
   // "shm, tcp": for error messages.
   std::string KnownNames() const;
 
-  // CHORUS_TRANSPORT: "auto" (every transport, by preference, the best per
-  // peer), one name (only that one), or an ordered comma-separated list
+  // CHORUS_TRANSPORT: "auto" (every transport but the explicit_only ones,
+  // by preference, the best per peer), one name (only that one), or an ordered comma-separated list
   // ("shm,tcp": for each peer the first that reaches it). Unknown or
   // repeated names, an empty entry, or "auto" inside a list are errors
   // naming the known transports.

@@ -7,11 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "base/config.h"
+#include "chorus_build_config.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport_registry.h"
 
 namespace chorus {
 namespace {
+
+// The built-in transports, as CHORUS_TRANSPORT's errors name them.
+const char* const kKnownNames = CHORUS_HAVE_UCX ? "shm, tcp, ucx" : "shm, tcp";
 
 // A rank on `host` publishing an address for each of `transports`.
 PeerPublication Rank(const std::string& host, const std::vector<std::string>& transports) {
@@ -41,9 +46,10 @@ TEST(TransportRegistryTest, FindsTheBuiltInTransports) {
   EXPECT_STREQ(registry.Find("tcp")->name, "tcp");
   EXPECT_TRUE(registry.Find("shm")->capabilities.same_host_only);
   EXPECT_FALSE(registry.Find("tcp")->capabilities.same_host_only);
-  EXPECT_EQ(registry.Find("ucx"), nullptr);
+  EXPECT_EQ(registry.Find("ucx") != nullptr, CHORUS_HAVE_UCX != 0);  // built when libucx is found
+  EXPECT_EQ(registry.Find("verbs"), nullptr);
   EXPECT_EQ(registry.Find(""), nullptr);
-  EXPECT_EQ(registry.KnownNames(), "shm, tcp");
+  EXPECT_EQ(registry.KnownNames(), kKnownNames);
 }
 
 TEST(TransportRegistryTest, OnlyTcpWithoutAnInterfaceAsksForIoDevices) {
@@ -56,7 +62,23 @@ TEST(TransportRegistryTest, OnlyTcpWithoutAnInterfaceAsksForIoDevices) {
 }
 
 TEST(TransportRegistryTest, AutoOrdersByPreference) {
+  // ucx (when built) is explicit_only: named, never part of auto.
   EXPECT_EQ(Names(Parse("auto")), (std::vector<std::string>{"shm", "tcp"}));
+}
+
+TEST(TransportRegistryTest, AutoLeavesExplicitOnlyTransportsOut) {
+  TransportDescriptor named_only = *BuiltinTransports().Find("tcp");
+  named_only.name = "named";
+  named_only.preference = 1;  // would come first in auto
+  named_only.explicit_only = true;
+  const TransportRegistry registry({*BuiltinTransports().Find("shm"), named_only});
+  std::vector<const TransportDescriptor*> order;
+  ASSERT_TRUE(registry.ParseSelection("auto", &order).ok());
+  EXPECT_EQ(Names(order), (std::vector<std::string>{"shm"}));
+  ASSERT_TRUE(registry.ParseSelection("named", &order).ok());
+  EXPECT_EQ(Names(order), (std::vector<std::string>{"named"}));
+  ASSERT_TRUE(registry.ParseSelection("shm,named", &order).ok());
+  EXPECT_EQ(Names(order), (std::vector<std::string>{"shm", "named"}));
 }
 
 TEST(TransportRegistryTest, ListsKeepTheirOrder) {
@@ -67,17 +89,18 @@ TEST(TransportRegistryTest, ListsKeepTheirOrder) {
 }
 
 TEST(TransportRegistryTest, BadSelectionsNameTheKnownTransports) {
-  for (const char* text : {"ucx", "tcp,ucx", "", "tcp,", ",tcp", "tcp,tcp", "auto,tcp", "TCP", "tcp shm"}) {
+  for (const char* text : {"verbs", "tcp,verbs", "", "tcp,", ",tcp", "tcp,tcp", "auto,tcp", "TCP", "tcp shm"}) {
     std::vector<const TransportDescriptor*> order = {nullptr};
     Status status = BuiltinTransports().ParseSelection(text, &order);
     EXPECT_EQ(status.code(), chorusInvalidArgument) << text;
     EXPECT_NE(status.message().find("CHORUS_TRANSPORT"), std::string::npos) << status.message();
-    EXPECT_NE(status.message().find("known transports: shm, tcp"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find(StrCat("known transports: ", kKnownNames, " (")), std::string::npos)
+        << status.message();
     EXPECT_EQ(order.size(), 1u) << text;  // untouched on failure
   }
   std::vector<const TransportDescriptor*> order;
-  Status status = BuiltinTransports().ParseSelection("tcp,ucx", &order);
-  EXPECT_NE(status.message().find("unknown transport 'ucx'"), std::string::npos) << status.message();
+  Status status = BuiltinTransports().ParseSelection("tcp,verbs", &order);
+  EXPECT_NE(status.message().find("unknown transport 'verbs'"), std::string::npos) << status.message();
 }
 
 TEST(TransportRegistryTest, AutoPicksSharedMemoryOnTheSameHostAndTcpElsewhere) {

@@ -44,9 +44,11 @@ Status ReadUcxOptions(const TransportVars& vars, UcxOptions* options) {
 TransportDescriptor UcxTransportDescriptor() {
   TransportDescriptor descriptor = {};
   descriptor.name = "ucx";
-  // After TCP: with auto it serves no peer that shm or TCP reaches; name it
-  // (CHORUS_TRANSPORT=ucx, shm,ucx) to use it.
-  descriptor.preference = 200;
+  descriptor.preference = 200;  // after TCP, where a list puts it last
+  // Not in auto: shm and TCP reach every peer it does, and creating it costs
+  // every communicator a UCP context, a worker and a 4 MiB /dev/shm FIFO. Name
+  // it to use it (CHORUS_TRANSPORT=ucx, shm,ucx).
+  descriptor.explicit_only = true;
   descriptor.capabilities = TransportCapabilities();
   descriptor.variables = kUcxVariables;
   descriptor.check = CheckUcxVars;
