@@ -179,7 +179,10 @@ TEST(UcxTagTest, NumbersEachDirectionApart) {
   EXPECT_NE(ucx::MessageTag(false, 3, 5), ucx::MessageTag(false, 3, 6));
   // The sequence wraps within its field and never spills into the rank.
   EXPECT_EQ(ucx::MessageTag(false, 3, uint64_t{1} << ucx::kSequenceBits), ucx::MessageTag(false, 3, 0));
-  EXPECT_EQ(ucx::MessageTag(false, ucx::kMaxRanks - 1, ~uint64_t{0}) & ucx::kHeaderBit, 0u);
+  EXPECT_EQ(ucx::MessageTag(false, ucx::kMaxRanks - 1, ~uint64_t{0}) & (ucx::kHeaderBit | ucx::kNoticeBit), 0u);
+  // A closing notice never matches a message.
+  EXPECT_NE(ucx::NoticeTag(3), ucx::MessageTag(false, 3, 0));
+  EXPECT_NE(ucx::NoticeTag(3), ucx::MessageTag(true, 3, 0));
 }
 
 TEST(UcxAddressTest, RoundTripsAndRejectsGarbage) {
@@ -307,6 +310,27 @@ TEST(UcxTransportTest, ShutdownWakesASleepingProgressAndStaysFailed) {
   EXPECT_FALSE(status.ok());
   EXPECT_FALSE(recv.done);
   EXPECT_FALSE(transports[1]->Progress(0).ok());
+}
+
+TEST(UcxTransportTest, PeerClosingFailsOnlyWhatAwaitsIt) {
+  auto transports = ConnectedMesh(3);
+  ASSERT_EQ(transports.size(), 3u);
+  std::vector<uint8_t> in(100);
+  TransferRequest recv;
+  recv.buffer = in.data();
+  recv.bytes = in.size();
+  ASSERT_TRUE(transports[0]->endpoint(2)->PostRecv(&recv).ok());
+  // Rank 1 shuts down: rank 0 awaits nothing from it, so it goes on.
+  std::thread closer([&] { transports[1]->Shutdown(); });
+  const Deadline settle = Deadline::AfterMs(300);
+  while (!settle.Expired()) ASSERT_TRUE(transports[0]->Progress(10).ok());
+  closer.join();
+  // Rank 2 shuts down while rank 0 awaits its message.
+  transports[2]->Shutdown();
+  const Status status = WaitAll(transports[0].get(), {&recv});
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_NE(status.message().find("rank 2 closed the connection"), std::string::npos) << status.message();
+  EXPECT_FALSE(recv.done);
 }
 
 // ---- Ranks as processes ----------------------------------------------------

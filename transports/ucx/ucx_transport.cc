@@ -31,6 +31,11 @@ struct UcxTransport::Peer {
   uint64_t sends_posted = 0;  // numbers the next send (its UCP tag)
   uint64_t recvs_posted = 0;  // numbers the next receive
   ucs_status_t failure = UCS_OK;  // set by the endpoint's error callback
+  bool closed = false;            // its closing notice arrived
+  void* notice_recv = nullptr;    // the receive posted for that notice
+  uint64_t notice_in = 0, notice_out = 0;
+  // Something to or from it can no longer complete.
+  bool gone() const { return failure != UCS_OK || closed; }
 };
 
 // One of an Op's two UCP messages (header or payload).
@@ -175,6 +180,17 @@ Status UcxTransport::Connect(const std::vector<std::string>& addresses, Deadline
     if (request != nullptr) flushes.push_back(request);
   }
   CHORUS_RETURN_IF_ERROR(WaitForRequests(lock, &flushes, deadline, "connecting"));
+  for (auto& peer : peers_) {
+    if (peer == nullptr) continue;
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv = NoticeArrived;
+    param.user_data = peer.get();
+    void* request = ucp_tag_recv_nbx(worker_, &peer->notice_in, sizeof(peer->notice_in),
+                                     ucx::NoticeTag(peer->rank), ucx::kFullMask, &param);
+    if (UCS_PTR_IS_ERR(request)) return Fail(UcxError(UCS_PTR_STATUS(request), "posting the closing-notice receive"));
+    peer->notice_recv = request;
+  }
   connected_ = true;
   return Status::Ok();
 }
@@ -249,6 +265,13 @@ void UcxTransport::RecvDone(void* request, ucs_status_t status, const ucp_tag_re
   ucp_request_free(request);
 }
 
+void UcxTransport::NoticeArrived(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void* user_data) {
+  auto* peer = static_cast<Peer*>(user_data);
+  if (status == UCS_OK) peer->closed = true;  // else cancelled by our own Teardown
+  peer->notice_recv = nullptr;
+  ucp_request_free(request);
+}
+
 void UcxTransport::PeerFailed(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* peer = static_cast<Peer*>(arg);
   if (peer->failure == UCS_OK) peer->failure = status;
@@ -292,6 +315,7 @@ Status UcxTransport::Post(int peer_rank, TransferRequest* request, bool is_send)
     return InvalidArgument("UCX transport: null buffer for a ", request->bytes, "-byte message");
   }
   Peer* peer = peers_[peer_rank].get();
+  if (peer->gone()) return Fail(PeerFailure(*peer));
   Op* op = AcquireOp();
   op->request = request;
   op->peer = peer;
@@ -312,6 +336,11 @@ Status UcxTransport::Post(int peer_rank, TransferRequest* request, bool is_send)
   }
   inflight_.push_back(op);
   return Status::Ok();
+}
+
+Status UcxTransport::PeerFailure(const Peer& peer) {
+  if (peer.failure == UCS_OK) return RemoteError("UCX transport: ", PeerLabel(peer.rank), " closed the connection");
+  return RemoteError("UCX transport: ", PeerLabel(peer.rank), " failed: ", ucs_status_string(peer.failure));
 }
 
 Status UcxTransport::FinishOp(Op* op) {
@@ -368,10 +397,10 @@ Status UcxTransport::Drive(bool* progressed) {
     *progressed = true;
   }
   inflight_.resize(left);
-  for (auto& peer : peers_) {
-    if (peer != nullptr && peer->failure != UCS_OK) {
-      return Fail(RemoteError("UCX transport: ", PeerLabel(peer->rank), " failed: ", ucs_status_string(peer->failure)));
-    }
+  // As with TCP, a peer that is gone fails us only while something to or
+  // from it is pending: a peer that finished first and closed is no error.
+  for (const Op* op : inflight_) {
+    if (op->peer->gone()) return Fail(PeerFailure(*op->peer));
   }
   return Status::Ok();
 }
@@ -440,20 +469,31 @@ void UcxTransport::Teardown() {
     }
   }
   inflight_.clear();
-  // On a clean shutdown the endpoints are flushed first (a rendezvous
-  // receiver still owes its sender the acknowledgement that completes the
-  // send), for at most kFlushMs; after an error they are not. Then every
-  // endpoint is closed by force, which also ends what a stalled peer left
-  // in flight (the worker must hold no request on an endpoint it destroys).
-  constexpr int kFlushMs = 1000;
-  std::vector<void*> flushes;
   for (auto& peer : peers_) {
-    if (peer == nullptr || peer->ep == nullptr || !error_.ok() || peer->failure != UCS_OK) continue;
-    ucp_request_param_t param = {};
-    void* request = ucp_ep_flush_nbx(peer->ep, &param);
-    if (request != nullptr && !UCS_PTR_IS_ERR(request)) flushes.push_back(request);
+    if (peer != nullptr && peer->notice_recv != nullptr) ucp_request_cancel(worker_, peer->notice_recv);
   }
-  ProgressUntilComplete(&flushes, Deadline::AfterMs(kFlushMs));
+  // Every live peer is told that we are closing: UCX keeps its tcp
+  // connections open until the worker is destroyed, so without a notice a
+  // peer waiting on us would learn it only at its deadline. The notices go
+  // out with a flush, which on a clean shutdown also delivers what a
+  // rendezvous receiver still owes its sender (the acknowledgement that
+  // completes the send): at most kFlushMs, kErrorFlushMs after an error.
+  // Then every endpoint is closed by force, which also ends what a stalled
+  // peer left in flight (the worker must hold no request on an endpoint it
+  // destroys).
+  constexpr int kFlushMs = 1000;
+  constexpr int kErrorFlushMs = 200;
+  std::vector<void*> pending;
+  for (auto& peer : peers_) {
+    if (peer == nullptr || peer->ep == nullptr || peer->failure != UCS_OK) continue;
+    ucp_request_param_t param = {};
+    void* request = ucp_tag_send_nbx(peer->ep, &peer->notice_out, sizeof(peer->notice_out),
+                                     ucx::NoticeTag(options_.rank), &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) pending.push_back(request);
+    request = ucp_ep_flush_nbx(peer->ep, &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) pending.push_back(request);
+  }
+  ProgressUntilComplete(&pending, Deadline::AfterMs(error_.ok() ? kFlushMs : kErrorFlushMs));
   std::vector<void*> closing;
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->ep == nullptr) continue;

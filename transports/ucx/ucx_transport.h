@@ -4,8 +4,9 @@
 // sent from and received into the caller's buffer, both tagged with the
 // sender's rank and the message's number in that direction (ucx_tag.h), so
 // per-peer order holds whatever order UCP completes them in. Endpoints use
-// UCP_ERR_HANDLING_MODE_PEER: a peer's death reaches the error callback and
-// fails Progress naming the peer. An idle Progress arms the worker and
+// UCP_ERR_HANDLING_MODE_PEER: a peer's death reaches the error callback, and
+// a peer that shuts down sends a closing notice; either fails Progress,
+// naming the peer, while a transfer to or from it is pending (as TCP's EOF). An idle Progress arms the worker and
 // sleeps on its event fd (and a wakeup eventfd) instead of spinning.
 //
 // Threading: PostSend/PostRecv/Progress from one thread at a time (the
@@ -74,6 +75,7 @@ class UcxTransport : public Transport {
   // requests; *progressed: some request finished. Holds mutex_.
   Status Drive(bool* progressed);
   Status FinishOp(Op* op);
+  static Status PeerFailure(const Peer& peer);
   // Sleeps until the worker has events, Wakeup is called or `timeout_ms`
   // passes; releases `lock` meanwhile.
   Status Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms);
@@ -87,6 +89,7 @@ class UcxTransport : public Transport {
   static void SendDone(void* request, ucs_status_t status, void* user_data);
   static void RecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data);
   static void PeerFailed(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void NoticeArrived(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data);
 
   UcxOptions options_;
   ucp_context_h context_ = nullptr;
