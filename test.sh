@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, runs every *_test executable under the
-# build's tests/ (each under a timeout) and totals their gtest cases. The
+# build's tests/ (each under a timeout) and totals their gtest cases, then
+# runs the core, transport and API tests under ASan + UBSan (each binary one
+# test; CHORUS_TEST_SANITIZERS=0 skips that stage). The
 # last line is always "N passed, M failed"; the exit status is non-zero when
 # anything failed or nothing ran. A binary that crashes or times out counts
 # as at least one failure.
@@ -59,5 +61,24 @@ for test in "${tests[@]}"; do
 done
 if [ "${#tests[@]}" -eq 0 ]; then
   echo "no *_test executables under $CHORUS_BUILD_DIR/tests"
+fi
+
+# The core, transport and API tests again under AddressSanitizer + UBSan
+# (scripts/sanitize.sh builds only them, in build-asan/). Each binary counts
+# as one test: it fails on a non-zero exit or on any sanitizer report, a
+# forked child's included. CHORUS_TEST_SANITIZERS=0 skips the stage.
+if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
+  echo "=== sanitizers: core, transports and api tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
+  start=$SECONDS
+  CHORUS_SANITIZE_LAYERS="core transports api" scripts/sanitize.sh asan 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  summary=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+  read -r p f <<<"${summary:-0 0}"
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+  fi
+  echo "=== sanitizers: $p passed, $f failed ($((SECONDS - start)) s)"
+  passed=$((passed + p))
+  failed=$((failed + f))
 fi
 finish

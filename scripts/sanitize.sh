@@ -18,14 +18,16 @@
 #   CHORUS_NINJA_JOBS           parallel compile jobs (default 2)
 #   CHORUS_SANITIZE_TIMEOUT_S   per-binary time limit (default 300)
 #   CHORUS_SANITIZE_FILTER      extended regex; only binaries whose path matches run
+#   CHORUS_SANITIZE_LAYERS      test folders to build and run, e.g. "core transports api"
+#                               (./test.sh's sanitizer stage); only their *_test
+#                               targets and what they need are built. Default: all
 #   CHORUS_SANITIZE_LARGE=1     also run large_count_test (2 GiB per rank; slow
 #                               and memory-hungry under sanitizers, skipped by default)
 #
-# Known noise: under ASan (GCC 12's libasan) a child forked while another
-# thread of its parent holds an allocator lock can hang on that lock; the
-# forked-rank tests (c_api_program_test, multiprocess_test, dead_rank_test)
-# may then time out now and then. A hung child stuck in
-# __sanitizer::SizeClassAllocator64::GetFromAllocator is that, not a Chorus bug.
+# Under ASan (GCC 12's libasan) a child forked while another thread of its
+# parent holds an allocator lock hangs on that lock (stuck in
+# __sanitizer::SizeClassAllocator64::GetFromAllocator); the tests therefore
+# fork only while single-threaded (tests/common/single_threaded_fork.h).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
@@ -42,6 +44,10 @@ build_root=${CHORUS_SANITIZE_BUILD_ROOT:-build}
 jobs=${CHORUS_NINJA_JOBS:-2}
 timeout_s=${CHORUS_SANITIZE_TIMEOUT_S:-300}
 filter=${CHORUS_SANITIZE_FILTER:-}
+layers=${CHORUS_SANITIZE_LAYERS:-}
+layers=${layers//,/ }
+# "core transports api" -> core|transports|api, for the target and path patterns.
+layer_pattern=$(echo $layers | tr ' ' '|')
 passed=0
 failed=0
 
@@ -59,7 +65,16 @@ configure_and_build() {
   fi
   # -k 0: build everything that still compiles, so one broken target (another
   # layer mid-edit) does not hide the rest of the suite.
-  ninja -C "$dir" -j "$jobs" -k 0
+  ninja -C "$dir" -j "$jobs" -k 0 $(layer_targets "$dir")
+}
+
+# The *_test targets of $layers (none: build everything). large_count_test
+# only with CHORUS_SANITIZE_LARGE=1, since it is not run otherwise.
+layer_targets() {
+  local dir=$1
+  [ -n "$layers" ] || return 0
+  ninja -C "$dir" -t targets all | sed -En 's#^(tests/('"$layer_pattern"')/[A-Za-z0-9_]+_test): .*#\1#p' |
+    { if [ "${CHORUS_SANITIZE_LARGE:-0}" = 1 ]; then cat; else grep -v '/large_count_test$'; fi; }
 }
 
 # Configures and builds `dir`; a failed build counts as one failure but the
@@ -111,7 +126,13 @@ run_suite() {
   local logs="$dir/sanitize-logs" test
   rm -rf "$logs"
   mkdir -p "$logs"
-  mapfile -t tests < <(find "$dir/tests" -name '*_test' -type f -executable | sort)
+  if [ -n "$layers" ]; then
+    mapfile -t tests < <(for layer in $layers; do
+      find "$dir/tests/$layer" -maxdepth 1 -name '*_test' -type f -executable
+    done | sort)
+  else
+    mapfile -t tests < <(find "$dir/tests" -name '*_test' -type f -executable | sort)
+  fi
   if [ "${#tests[@]}" -eq 0 ]; then
     echo "$kind: no *_test executables under $dir/tests"
     failed=$((failed + 1))

@@ -1,8 +1,12 @@
 /*
- * A user's program in plain C: the parent makes a unique id, forks one
- * process per rank, and each rank runs every call of chorus.h with exact
- * checks (c_api_rank_checks.c). The parent kills ranks still running at the
- * deadline.
+ * A user's program in plain C: the parent forks one process per rank, rank 0
+ * makes the unique id and hands it to the others through pipes, and each
+ * rank runs every call of chorus.h with exact checks (c_api_rank_checks.c).
+ * The parent kills ranks still running at the deadline.
+ *
+ * The parent forks before any chorus call: chorusGetUniqueId starts the
+ * rendezvous root's thread, and a process forked while another thread holds
+ * a lock (an allocator's, under AddressSanitizer) keeps that lock held.
  *
  * Usage: c_api_program NRANKS [DEADLINE_SECONDS]
  * Exit status: 0 when every rank passed, 1 when one failed or hung, 2 on
@@ -10,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +82,65 @@ static int WaitForRanks(pid_t* pids, int nranks, double deadline_seconds) {
   return failed;
 }
 
+/* Writes all of `bytes`; returns 0 on success. */
+static int WriteAll(int fd, const void* data, size_t bytes) {
+  const char* next = (const char*)data;
+  while (bytes > 0) {
+    ssize_t put = write(fd, next, bytes);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return -1;
+    next += put;
+    bytes -= (size_t)put;
+  }
+  return 0;
+}
+
+/* Reads all of `bytes`; returns 0 on success, -1 on EOF or error. */
+static int ReadAll(int fd, void* data, size_t bytes) {
+  char* next = (char*)data;
+  while (bytes > 0) {
+    ssize_t got = read(fd, next, bytes);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return -1;
+    next += got;
+    bytes -= (size_t)got;
+  }
+  return 0;
+}
+
+/*
+ * One rank's process: rank 0 makes the id and writes it to the other ranks'
+ * pipes; the others read it (EOF when rank 0 failed: exit 2). Only rank 0
+ * keeps the pipes' write ends, so a reader never waits on a dead writer.
+ */
+static int RunRank(int nranks, int rank, int id_pipes[][2]) {
+  chorusUniqueId id;
+  int other;
+  for (other = 1; other < nranks; ++other) {
+    if (other != rank) close(id_pipes[other][0]);
+    if (rank != 0) close(id_pipes[other][1]);
+  }
+  if (rank == 0) {
+    chorusResult_t result = chorusGetUniqueId(&id);
+    if (result != chorusSuccess) {
+      fprintf(stderr, "c_api_program: chorusGetUniqueId returned %s: %s\n", chorusGetErrorString(result),
+              chorusGetLastError(NULL));
+      return 2;
+    }
+    for (other = 1; other < nranks; ++other) {
+      if (WriteAll(id_pipes[other][1], &id, sizeof(id)) != 0) perror("c_api_program: sending the id");
+      close(id_pipes[other][1]);
+    }
+  } else if (ReadAll(id_pipes[rank][0], &id, sizeof(id)) != 0) {
+    fprintf(stderr, "c_api_program: rank %d got no id from rank 0\n", rank);
+    return 2;
+  }
+  return RunRankChecks(&id, nranks, rank);
+}
+
 int main(int argc, char** argv) {
   pid_t pids[C_API_MAX_RANKS];
-  chorusUniqueId id;
-  chorusResult_t result;
+  int id_pipes[C_API_MAX_RANKS][2];
   int nranks, rank, failed;
   double deadline_seconds;
 
@@ -95,21 +155,25 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  result = chorusGetUniqueId(&id);
-  if (result != chorusSuccess) {
-    fprintf(stderr, "c_api_program: chorusGetUniqueId returned %s: %s\n", chorusGetErrorString(result),
-            chorusGetLastError(NULL));
-    return 2;
+  for (rank = 1; rank < nranks; ++rank) {
+    if (pipe(id_pipes[rank]) != 0) {
+      perror("c_api_program: pipe");
+      return 2;
+    }
   }
   fflush(NULL); /* else every child would print the parent's buffered output */
   for (rank = 0; rank < nranks; ++rank) {
     pids[rank] = fork();
     if (pids[rank] == 0) {
-      int code = RunRankChecks(&id, nranks, rank);
+      int code = RunRank(nranks, rank, id_pipes);
       fflush(NULL);
       _exit(code);
     }
     if (pids[rank] < 0) perror("c_api_program: fork"); /* counted as failed: never reaped */
+  }
+  for (rank = 1; rank < nranks; ++rank) {
+    close(id_pipes[rank][0]);
+    close(id_pipes[rank][1]);
   }
   failed = WaitForRanks(pids, nranks, deadline_seconds);
   for (rank = 0; rank < nranks; ++rank) failed += pids[rank] < 0;

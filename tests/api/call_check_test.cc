@@ -265,8 +265,9 @@ INSTANTIATE_TEST_SUITE_P(Transports, CallCheckTest, testing::Values("auto", "tcp
 // mismatch, then a matched call works.
 TEST(CallCheckProcessTest, AMismatchBetweenProcessesIsReportedOnEveryRank) {
   setenv("CHORUS_CHECK", "1", 1);
-  chorusUniqueId id;
-  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess);
+  const RendezvousProcess rendezvous;  // this process stays single-threaded for ForkRanks
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   const std::vector<ChildOutcome> outcomes = ForkRanks(
       2,
       [&](int rank) {

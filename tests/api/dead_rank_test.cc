@@ -119,8 +119,9 @@ class DeadRankTest : public testing::TestWithParam<DeadRankParam> {};
 TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
   const int nranks = GetParam().nranks;
   const int victim = 1;
-  chorusUniqueId id;
-  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
+  const RendezvousProcess rendezvous;  // this process stays single-threaded for ForkRanks
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   const auto start = std::chrono::steady_clock::now();
   const std::vector<ChildOutcome> outcomes = ForkRanks(
       nranks, [&](int rank) { return RankBody(id, nranks, rank, victim, GetParam().death); }, kParentDeadline);

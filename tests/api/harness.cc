@@ -24,6 +24,9 @@ struct Completion {
   int remaining = 0;
 };
 
+// How long ForkRanks waits for threads that are ending (a rendezvous root
+// whose ranks all joined, say) before refusing to fork.
+constexpr Millis kThreadPatience{10000};
 }  // namespace
 
 void RunOnThreads(int nranks, const std::function<void(int rank)>& body, Millis deadline) {
@@ -156,6 +159,15 @@ std::string Describe(chorusResult_t result, chorusComm_t comm) {
 
 std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank)>& body, Millis deadline) {
   std::vector<ChildOutcome> outcomes(nranks);
+  const int threads = WaitUntilSingleThreaded(kThreadPatience);
+  if (threads != 1) {
+    for (int rank = 0; rank < nranks; ++rank) {
+      outcomes[rank].rank = rank;
+      outcomes[rank].not_forked = "not forked: this process runs " + std::to_string(threads) +
+                                  " threads, and a child forked now could hang on a lock one of them holds";
+    }
+    return outcomes;
+  }
   std::fflush(nullptr);  // buffered output would otherwise be printed by every child
   for (int rank = 0; rank < nranks; ++rank) {
     outcomes[rank].rank = rank;
@@ -201,6 +213,7 @@ std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank
 
 std::string Describe(const ChildOutcome& outcome) {
   std::string text = "rank " + std::to_string(outcome.rank) + " (pid " + std::to_string(outcome.pid) + "): ";
+  if (!outcome.not_forked.empty()) return text + outcome.not_forked;
   if (outcome.pid <= 0) return text + "fork failed";
   if (outcome.killed_at_deadline) return text + "still running at the deadline, killed";
   if (outcome.exited) return text + "exit code " + std::to_string(outcome.exit_code);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chorus/chorus.h"
+#include "tests/common/single_threaded_fork.h"
 
 namespace chorus_test {
 
@@ -76,13 +77,21 @@ struct ChildOutcome {
   int exit_code = -1;
   int signal = 0;  // the signal that ended it, if any
   bool killed_at_deadline = false;
+  std::string not_forked;  // why the child was never forked, if it was not
 };
 
 // Forks one child per rank. A child runs body(rank) and _exit()s with its
 // return value; it must not use gtest assertions (the parent's state is not
 // shared). The parent waits until `deadline` and SIGKILLs children still
-// running. Call before this process creates threads where possible.
+// running.
+//
+// This process must have no other thread when it forks (see
+// WaitUntilSingleThreaded); ForkRanks waits a few seconds for threads that
+// are ending and otherwise forks nothing and says why in every outcome. A
+// test whose ranks need a unique id takes it from a RendezvousProcess, not
+// from chorusGetUniqueId here, whose root thread would still run.
 std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank)>& body, Millis deadline);
+
 
 std::string Describe(const ChildOutcome& outcome);
 

@@ -92,8 +92,9 @@ class MultiprocessTest : public testing::TestWithParam<int> {};
 
 TEST_P(MultiprocessTest, CollectivesAcrossForkedProcesses) {
   const int nranks = GetParam();
-  chorusUniqueId id;
-  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
+  const RendezvousProcess rendezvous;  // this process stays single-threaded for ForkRanks
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   const std::vector<ChildOutcome> outcomes = ForkRanks(
       nranks, [&](int rank) { return CollectivesInChild(id, nranks, rank); }, kDeadline);
   for (const ChildOutcome& outcome : outcomes) {

@@ -258,8 +258,9 @@ TEST(ShrinkLateTest, StoppedLowestRankTimesOutClearlyThenRejoins) {
   void* page = mmap(nullptr, sizeof(StopState), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(page, MAP_FAILED);
   auto* state = new (page) StopState();
-  chorusUniqueId id;
-  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
+  const RendezvousProcess rendezvous;  // this process stays single-threaded for ForkRanks
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   const std::vector<ChildOutcome> outcomes =
       ForkRanks(3, [&](int rank) { return StoppedRankBody(id, state, rank); }, Millis(30000));
   for (const ChildOutcome& outcome : outcomes) {

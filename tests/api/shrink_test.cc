@@ -193,8 +193,9 @@ std::vector<std::string> LeakedSegments(const std::set<std::string>& before) {
 }
 
 std::vector<ChildOutcome> RunScenario(const Scenario& scenario) {
-  chorusUniqueId id;
-  EXPECT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
+  const RendezvousProcess rendezvous;  // this process stays single-threaded for ForkRanks
+  EXPECT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   const auto start = std::chrono::steady_clock::now();
   std::vector<ChildOutcome> outcomes =
       ForkRanks(scenario.nranks, [&](int rank) { return SurvivorBody(id, scenario, rank); }, kParentDeadline);

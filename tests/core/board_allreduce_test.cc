@@ -28,6 +28,7 @@
 #include "core/board_allreduce.h"
 #include "core/handles.h"
 #include "kernels/reduce.h"
+#include "tests/common/single_threaded_fork.h"
 
 namespace chorus {
 namespace {
@@ -217,8 +218,9 @@ TEST(BoardAllReduceTest, ProcessesBitIdenticalToRankOrderForEveryTypeAndOp) {
     const int nranks = 2 + trial % 3;
     const BoardAlgo& algo = kBoardAlgos[trial / 3];
     SCOPED_TRACE(StrCat(nranks, " process ranks, ", algo.config));
-    chorusUniqueId id;
-    ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess);
+    const chorus_test::RendezvousProcess rendezvous;  // this process stays single-threaded for the forks below
+    ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+    const chorusUniqueId id = rendezvous.id();
     constexpr size_t kMessageBytes = 512;
     void* mapped = ::mmap(nullptr, 4 * kMessageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(mapped, MAP_FAILED);
