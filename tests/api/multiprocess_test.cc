@@ -1,10 +1,12 @@
-// Ranks as processes: the parent makes the unique id, then forks; each child
-// creates its communicator, runs collectives, checks them exactly and exits
-// with 0 (or a code saying what went wrong). The parent kills children that
-// pass the deadline.
+// Ranks as processes: a rendezvous process makes the unique id, then the
+// parent forks (single-threaded); each child creates its communicator, runs
+// collectives, checks them exactly and exits with 0 (or a code saying what
+// went wrong). The parent kills children that pass the deadline.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <future>
+#include <thread>
 #include <vector>
 
 #include "tests/api/harness.h"
@@ -100,6 +102,23 @@ TEST_P(MultiprocessTest, CollectivesAcrossForkedProcesses) {
   for (const ChildOutcome& outcome : outcomes) {
     EXPECT_TRUE(outcome.exited && outcome.exit_code == kOk) << Describe(outcome);
   }
+}
+
+// The id comes from another process, so this one has no root thread that
+// a forked rank could inherit mid-allocation; chorusGetUniqueId here would start one.
+TEST(SingleThreadedForkTest, ARendezvousProcessLeavesThisProcessSingleThreaded) {
+  const RendezvousProcess rendezvous;
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  EXPECT_EQ(WaitUntilSingleThreaded(Millis(0)), 1);
+}
+
+TEST(SingleThreadedForkTest, AnotherRunningThreadIsSeenUntilItEnds) {
+  std::promise<void> release;
+  std::thread other([done = release.get_future()] { done.wait(); });
+  EXPECT_EQ(WaitUntilSingleThreaded(Millis(50)), 2);
+  release.set_value();
+  other.join();
+  EXPECT_EQ(WaitUntilSingleThreaded(Millis(5000)), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, MultiprocessTest, testing::Values(3, 2, 4),

@@ -131,7 +131,7 @@ RendezvousProcess::RendezvousProcess() {
     error_ = "the rendezvous process sent no id";
   } else if (reply.result != chorusSuccess) {
     reply.error[sizeof(reply.error) - 1] = '\0';
-    error_ = "chorusGetUniqueId in the rendezvous process: " +
+    error_ = std::string("chorusGetUniqueId in the rendezvous process: ") +
              chorusGetErrorString(static_cast<chorusResult_t>(reply.result)) + ": " + reply.error;
   } else {
     id_ = reply.id;
