@@ -71,8 +71,10 @@ int Body(const chorusUniqueId& id, int rank, const char* transport, Where where)
 
 // Forks the ranks; once every survivor has exited, kills the stopped one.
 std::vector<int> RunWithAStoppedRank(const char* transport, Where where) {
-  chorusUniqueId id;
-  EXPECT_EQ(chorusGetUniqueId(&id), chorusSuccess);
+  // The root in a process of its own: this one stays single-threaded to fork.
+  const RendezvousProcess rendezvous;
+  EXPECT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   std::fflush(nullptr);
   std::vector<pid_t> pids(kRanks);
   for (int rank = 0; rank < kRanks; ++rank) {

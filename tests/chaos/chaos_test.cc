@@ -360,11 +360,15 @@ class SmallDevShm {
 Outcome RunTrial(const Trial& trial) {
   Outcome outcome;
   outcome.exits.assign(trial.nranks, -1);
-  chorusUniqueId id;
-  if (chorusGetUniqueId(&id) != chorusSuccess) {
+  // The root in a process of its own: this one stays single-threaded to
+  // fork (tests/common/single_threaded_fork.h).
+  const RendezvousProcess rendezvous;
+  if (!rendezvous.ok()) {
+    std::fprintf(stderr, "rendezvous: %s\n", rendezvous.error().c_str());
     outcome.crash = true;
     return outcome;
   }
+  const chorusUniqueId id = rendezvous.id();
   std::unique_ptr<SmallDevShm> small_shm;
   if (trial.small_shm) small_shm = std::make_unique<SmallDevShm>();
   outcome.small_shm = small_shm != nullptr && small_shm->ok();
