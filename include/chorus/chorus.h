@@ -60,7 +60,8 @@ typedef enum {
   chorusRemoteError = 5,      /**< a peer failed or disconnected */
   chorusInProgress = 6,       /**< operation not finished yet (queries) */
   chorusTimeout = 7,          /**< a deadline (CHORUS_TIMEOUT_MS) passed */
-  chorusNumResults = 8
+  chorusRevoked = 8,          /**< the communicator was revoked (chorusCommRevoke) */
+  chorusNumResults = 9
 } chorusResult_t;
 
 typedef enum {
@@ -213,6 +214,30 @@ chorusResult_t chorusCommShrink(chorusComm_t comm, chorusComm_t* newcomm);
  *  and the shrink's own deadline (config may be NULL). */
 chorusResult_t chorusCommShrinkConfig(chorusComm_t comm, chorusComm_t* newcomm,
                                       chorusConfig_t* config);
+
+/**
+ * Fault tolerance, after ULFM's MPIX_Comm_revoke: makes every pending and
+ * every later collective, point-to-point and group call on `comm` fail with
+ * chorusRevoked, on this rank and on every other rank of `comm`, so that the
+ * survivors of a failure stop waiting for their deadlines and can call
+ * chorusCommShrink. Not collective: one rank calls it (several may, at
+ * once), and it returns without waiting for the others. The notice reaches
+ * the other ranks through the communicator's connections in about a
+ * millisecond on one host: a rank blocked in an operation returns
+ * chorusRevoked at once, an idle rank at its next call, whose message names
+ * the rank that revoked. Ranks that are dead are skipped; a stopped rank
+ * finds the notice when it resumes. A rank that is in the middle of a
+ * message with the revoking rank when the connection closes may get
+ * chorusRemoteError instead (docs/architecture.md, "Fault tolerance:
+ * revoke"), as do ranks on other hosts when `comm` had already failed here
+ * (its TCP connections are closed by then). `comm` stays valid for chorusCommShrink, chorusCommAbort,
+ * chorusCommDestroy, chorusCommGetAsyncError (chorusRevoked unless it had
+ * failed before), chorusCommCount and chorusCommUserRank. Idempotent, and
+ * safe while other threads are in operations on `comm`. Returns
+ * chorusTimeout only if an operation in flight on this rank did not stop
+ * within the timeout.
+ */
+chorusResult_t chorusCommRevoke(chorusComm_t comm);
 
 /** Waits for all operations issued on `comm` to finish (collective-free). */
 chorusResult_t chorusCommFinalize(chorusComm_t comm);

@@ -442,7 +442,8 @@ static void CheckErrors(ncclComm_t comm, int rank, int n) {
   int count = 0;
   EXPECT_ERROR(ncclCommCount(NULL, &count), ncclInvalidArgument, "comm is NULL");
   EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupStart");
-  EXPECT_ERROR(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidUsage, "not supported");
+  EXPECT_ERROR(ncclCommRevoke(NULL, NCCL_REVOKE_DEFAULT), ncclInvalidArgument, "comm is NULL");
+  EXPECT_ERROR(ncclCommRevoke(comm, 1), ncclInvalidArgument, "revokeFlags");
   ncclWindow_t win;
   EXPECT_ERROR(ncclCommWindowRegister(comm, buf, sizeof(buf), &win, NCCL_WIN_DEFAULT), ncclInvalidUsage,
                "not supported");

@@ -43,6 +43,24 @@ void TcpLane::OnEvents(uint32_t events) {
   if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hung_up_ = true;
 }
 
+bool TcpLane::SendNotice(const WireHeader& notice) {
+  if (send_head_ != nullptr && send_head_->progress != 0) return false;
+  return ::send(fd(), &notice, sizeof(notice), MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(notice));
+}
+
+bool TcpLane::FindNotice(WireHeader* notice) {
+  if (notice_received_) {
+    *notice = recv_header_;
+    return true;
+  }
+  if (recv_header_bytes_ != 0) return false;  // inside a message: no notice can be next
+  WireHeader next = {};
+  const ssize_t got = ::recv(fd(), &next, sizeof(next), MSG_PEEK | MSG_DONTWAIT);
+  if (got != static_cast<ssize_t>(sizeof(next)) || next.magic != kNoticeMagic) return false;
+  *notice = next;
+  return true;
+}
+
 Status TcpLane::Progress(bool* progressed) {
   CHORUS_RETURN_IF_ERROR(ProgressSends(progressed));
   return ProgressRecvs(progressed);
@@ -145,6 +163,10 @@ Status TcpLane::ProgressRecvs(bool* progressed) {
       *progressed = true;
       if (recv_header_bytes_ < kHeader) {
         recv_header_bytes_ += static_cast<size_t>(got);
+        if (recv_header_bytes_ == kHeader && recv_header_.magic == kNoticeMagic) {
+          notice_received_ = true;
+          return RemoteError(peer_label_, " closed the connection with a notice from rank ", recv_header_.bytes);
+        }
         if (recv_header_bytes_ == kHeader) CHORUS_RETURN_IF_ERROR(CheckHeader(*request));
         if (recv_header_bytes_ < kHeader || request->bytes > 0) continue;
       } else {
