@@ -339,6 +339,7 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
   executor_options.chunk_bytes = options_.chunk_bytes;
   executor_options.staging = &staging_;
   executor_options.context = &executor_context_;
+  executor_options.close_notice = &close_notice_;
   return ExecuteSchedules(transport_.get(), rank_, launch.bound, executor_options, stop_,
                           Deadline::AfterMs(options_.timeout_ms));
 }
@@ -535,6 +536,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
     executor_options.waiting = &waiting_;
+    executor_options.close_notice = &close_notice_;
     if (registrations_ != nullptr) {
       CHORUS_RETURN_IF_ERROR(RegisterBuffers(bound));
       executor_options.memory = &bound_memory_;
@@ -687,29 +689,32 @@ bool Communicator::AdoptRevocationNotice() {
   CloseNotice notice;
   if (!transport_ || !transport_->ReceivedNotice(&notice) || notice.reason != kRevokeNotice) return false;
   if (notice.origin < 0 || notice.origin >= nranks_) return false;
-  int none = -1;
-  revoked_by_.compare_exchange_strong(none, notice.origin, std::memory_order_acq_rel);
-  stop_.store(true);
-  order_cv_.notify_all();
+  MarkRevoked(notice.origin);
   return true;
 }
 
-void Communicator::SpreadRevocation() {
+void Communicator::MarkRevoked(int origin) {
+  int none = -1;
+  revoked_by_.compare_exchange_strong(none, origin, std::memory_order_acq_rel);
   CloseNotice notice;
   notice.origin = revoked_by();
   notice.reason = kRevokeNotice;
-  if (transport_) transport_->ShutdownWithNotice(notice);
-}
-
-Status Communicator::Revoke() {
-  int none = -1;
-  revoked_by_.compare_exchange_strong(none, rank_, std::memory_order_acq_rel);
+  close_notice_.store(EncodeCloseNotice(notice));
   // The running launch stops within a round of its executor (or board)
   // loop; launches waiting for their turn fail at once.
   stop_.store(true);
   if (transport_) transport_->Wakeup();
   { std::lock_guard<std::mutex> lock(order_mutex_); }
   order_cv_.notify_all();
+}
+
+void Communicator::SpreadRevocation() {
+  CloseNotice notice;
+  if (transport_ && DecodeCloseNotice(close_notice_.load(), &notice)) transport_->ShutdownWithNotice(notice);
+}
+
+Status Communicator::Revoke() {
+  MarkRevoked(rank_);
   std::unique_lock<std::timed_mutex> transport_lock(transport_mutex_, std::defer_lock);
   if (!transport_lock.try_lock_for(std::chrono::milliseconds(options_.timeout_ms))) {
     return TimeoutError("rank ", rank_, ": the running operation did not stop within the timeout");

@@ -163,6 +163,8 @@ class Communicator {
   Status RevokedError() const;
   // Adopts a revocation that a peer's close notice brought; true once revoked.
   bool AdoptRevocationNotice();
+  // Records the revocation (the first origin wins) and stops running work.
+  void MarkRevoked(int origin);
   // Tells the peers (transport_mutex_ held).
   void SpreadRevocation();
   // Launches issued but not yet due (a dump's "waiting_turn").
@@ -201,6 +203,9 @@ class Communicator {
   // Failure state.
   std::atomic<bool> aborted_{false};
   std::atomic<int> revoked_by_{-1};
+  // The revocation's close notice (EncodeCloseNotice), set before stop_:
+  // the executor shuts the transport down with it when it stops.
+  std::atomic<uint64_t> close_notice_{0};
   // Abort or revocation: running and waiting work stops at once.
   std::atomic<bool> stop_{false};
   // Held by the launch that drives the transport, and by Revoke telling the

@@ -48,11 +48,19 @@ chorusResult_t AllReduceOnce(chorusComm_t comm, std::vector<float>* data) {
   return chorusAllReduce(data->data(), data->data(), data->size(), chorusFloat32, chorusSum, comm, nullptr);
 }
 
+// A one-shot barrier of `count` threads. Revoking as soon as this rank's
+// part of an operation is done could fail the same operation on ranks that
+// are still in it (it is pending there), which these tests do not want.
+void Arrive(std::atomic<int>* arrived, int count) {
+  arrived->fetch_add(1);
+  while (arrived->load() < count) std::this_thread::sleep_for(Millis(1));
+}
+
 // Shrinks `comm` and checks the new communicator by an allgather of the old
 // ranks: `expected` in order, this rank at its index.
 void ExpectShrinkTo(chorusComm_t comm, int old_rank, const std::vector<int>& expected) {
   chorusComm_t shrunk = nullptr;
-  ASSERT_EQ(chorusCommShrink(comm, &shrunk), chorusSuccess) << Describe(chorusInternalError, comm);
+  ASSERT_EQ(chorusCommShrink(comm, &shrunk), chorusSuccess) << chorusGetLastError(comm);
   int size = -1, rank = -1;
   ASSERT_EQ(chorusCommCount(shrunk, &size), chorusSuccess);
   ASSERT_EQ(chorusCommUserRank(shrunk, &rank), chorusSuccess);
@@ -60,7 +68,7 @@ void ExpectShrinkTo(chorusComm_t comm, int old_rank, const std::vector<int>& exp
   const int32_t mine = old_rank;
   ASSERT_EQ(static_cast<size_t>(size), expected.size());
   EXPECT_EQ(chorusAllGather(&mine, members.data(), 1, chorusInt32, shrunk, nullptr), chorusSuccess)
-      << Describe(chorusInternalError, shrunk);
+      << chorusGetLastError(shrunk);
   EXPECT_EQ(std::vector<int>(members.begin(), members.end()), expected);
   EXPECT_EQ(members[static_cast<size_t>(rank)], old_rank);
   EXPECT_EQ(chorusCommDestroy(shrunk), chorusSuccess);
@@ -192,7 +200,7 @@ TEST(RevokeTest, RevokedHandleStaysValidUntilDestroyed) {
   ThreadComms comms = ThreadComms::InitRank(1);
   ASSERT_TRUE(comms.ok()) << comms.error();
   chorusComm_t comm = comms[0];
-  EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << Describe(chorusInternalError, comm);
+  EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << chorusGetLastError(comm);
   EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess);  // idempotent
   std::vector<float> data(kCount, 1.0f);
   EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked);
@@ -218,14 +226,14 @@ TEST_P(RevokeThreadsTest, BlockedRanksFailFastAndShrink) {
   ASSERT_TRUE(comms.ok()) << comms.error();
   comms.Run([](int rank, chorusComm_t comm) {
     std::vector<float> data(kCount, 1.0f);
-    ASSERT_EQ(AllReduceOnce(comm, &data), chorusSuccess) << Describe(chorusInternalError, comm);
+    ASSERT_EQ(AllReduceOnce(comm, &data), chorusSuccess) << chorusGetLastError(comm);
     if (rank == 1) {
       std::this_thread::sleep_for(Millis(200));  // let the others block
-      EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << Describe(chorusInternalError, comm);
+      EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << chorusGetLastError(comm);
       EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked);
     } else {
       const Clock::time_point start = Clock::now();
-      EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << Describe(chorusInternalError, comm);
+      EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << chorusGetLastError(comm);
       EXPECT_LT(SecondsSince(start), kFailFastSeconds);
       EXPECT_TRUE(Contains(chorusGetLastError(comm), "revoked by rank 1")) << chorusGetLastError(comm);
     }
@@ -251,19 +259,20 @@ TEST_P(RevokeThreadsTest, IdleRanksNextCallFails) {
   chorusConfig_t config = MakeConfig(nullptr, kTimeoutMs);
   ThreadComms comms = ThreadComms::InitRank(3, &config);
   ASSERT_TRUE(comms.ok()) << comms.error();
-  std::atomic<int> revoked{0};
+  std::atomic<int> revoked{0}, arrived{0};
   comms.Run([&](int rank, chorusComm_t comm) {
     std::vector<float> data(kCount, 1.0f);
-    ASSERT_EQ(AllReduceOnce(comm, &data), chorusSuccess) << Describe(chorusInternalError, comm);
+    EXPECT_EQ(AllReduceOnce(comm, &data), chorusSuccess) << chorusGetLastError(comm);
+    Arrive(&arrived, 3);
     if (rank == 0) {
-      EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << Describe(chorusInternalError, comm);
+      EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << chorusGetLastError(comm);
       revoked.store(1);
     } else {
       while (revoked.load() == 0) std::this_thread::sleep_for(Millis(1));
       std::this_thread::sleep_for(Millis(50));  // the notice's way through the connections
     }
     const Clock::time_point start = Clock::now();
-    EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << Describe(chorusInternalError, comm);
+    EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << chorusGetLastError(comm);
     EXPECT_LT(SecondsSince(start), kFailFastSeconds);
     if (rank != 0) {
       EXPECT_TRUE(Contains(chorusGetLastError(comm), "revoked by rank 0")) << chorusGetLastError(comm);
@@ -289,16 +298,21 @@ TEST_P(RevokeThreadsTest, RevokeFromAnotherThreadUnblocksTheCaller) {
     if (rank == 0) {
       std::thread revoker([comm] {
         std::this_thread::sleep_for(Millis(200));
-        EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << Describe(chorusInternalError, comm);
+        EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess) << chorusGetLastError(comm);
       });
       const Clock::time_point start = Clock::now();
-      EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << Describe(chorusInternalError, comm);
+      EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << chorusGetLastError(comm);
       EXPECT_LT(SecondsSince(start), kFailFastSeconds);
       revoker.join();
       rank0_done.store(1);
     } else {
       while (rank0_done.load() == 0) std::this_thread::sleep_for(Millis(1));
-      EXPECT_EQ(AllReduceOnce(comm, &data), chorusRevoked) << Describe(chorusInternalError, comm);
+      // This call matches the one rank 0 started before revoking: it may
+      // still complete where rank 0's part of it arrived before the notice
+      // (TCP: the notice follows the messages already sent). The next fails.
+      chorusResult_t result = AllReduceOnce(comm, &data);
+      if (result == chorusSuccess) result = AllReduceOnce(comm, &data);
+      EXPECT_EQ(result, chorusRevoked) << chorusGetLastError(comm);
       EXPECT_TRUE(Contains(chorusGetLastError(comm), "revoked by rank 0")) << chorusGetLastError(comm);
     }
   });
@@ -321,9 +335,11 @@ TEST_P(RevokeThreadsTest, RevokeThenDestroyLeaksNothing) {
     chorusConfig_t config = MakeConfig(nullptr, kTimeoutMs);
     ThreadComms comms = ThreadComms::InitRank(3, &config);
     ASSERT_TRUE(comms.ok()) << comms.error();
-    comms.Run([](int rank, chorusComm_t comm) {
+    std::atomic<int> arrived{0};
+    comms.Run([&](int rank, chorusComm_t comm) {
       std::vector<float> data(kCount, 1.0f);
-      ASSERT_EQ(AllReduceOnce(comm, &data), chorusSuccess);
+      EXPECT_EQ(AllReduceOnce(comm, &data), chorusSuccess);
+      Arrive(&arrived, 3);
       if (rank == 2) {
         EXPECT_EQ(chorusCommRevoke(comm), chorusSuccess);
       }

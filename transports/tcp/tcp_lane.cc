@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <vector>
 
 namespace chorus {
 
@@ -53,12 +55,33 @@ bool TcpLane::FindNotice(WireHeader* notice) {
     *notice = recv_header_;
     return true;
   }
-  if (recv_header_bytes_ != 0) return false;  // inside a message: no notice can be next
-  WireHeader next = {};
-  const ssize_t got = ::recv(fd(), &next, sizeof(next), MSG_PEEK | MSG_DONTWAIT);
-  if (got != static_cast<ssize_t>(sizeof(next)) || next.magic != kNoticeMagic) return false;
-  *notice = next;
-  return true;
+  constexpr size_t kHeader = sizeof(WireHeader);
+  // Unread payload of the message being received; a half-read header
+  // leaves no boundary to look from.
+  size_t skip = 0;
+  if (recv_header_bytes_ == kHeader && recv_head_ != nullptr) {
+    skip = recv_head_->bytes - recv_head_->progress;
+  } else if (recv_header_bytes_ != 0) {
+    return false;
+  }
+  // The messages the peer sent before its notice are readable too: look
+  // past them without consuming anything (each MSG_PEEK starts at the front
+  // of the queue). Cold path: after a failure or a hang-up.
+  std::vector<char> view;
+  while (skip + kHeader <= kMaxNoticeLookahead) {
+    view.resize(skip + kHeader);
+    const ssize_t got = ::recv(fd(), view.data(), view.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (got != static_cast<ssize_t>(view.size())) return false;
+    WireHeader next;
+    std::memcpy(&next, view.data() + skip, kHeader);
+    if (next.magic == kNoticeMagic) {
+      *notice = next;
+      return true;
+    }
+    if (next.magic != kWireMagic || next.bytes > kMaxNoticeLookahead) return false;
+    skip += kHeader + next.bytes;
+  }
+  return false;
 }
 
 Status TcpLane::Progress(bool* progressed) {

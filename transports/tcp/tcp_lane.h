@@ -49,7 +49,8 @@ class TcpLane {
   // lane, without blocking; true when it went out whole.
   bool SendNotice(const WireHeader& notice);
   // A close notice the peer sent here: one a receive read in place of a
-  // header, or one waiting at a message boundary (looked at, not consumed).
+  // header, or one waiting in the socket behind at most kMaxNoticeLookahead
+  // bytes of messages (looked at, not consumed).
   bool FindNotice(WireHeader* notice);
 
   // Records what epoll reported (EPOLLIN/OUT/RDHUP/HUP/ERR).
@@ -88,6 +89,9 @@ class TcpLane {
   int receive_low_watermark_ = 1;  // the socket's SO_RCVLOWAT
   size_t max_receive_batch_;       // kMaxReceiveBatch, or less for a fixed SO_RCVBUF
 };
+
+// How far past unread messages FindNotice looks for a close notice.
+constexpr size_t kMaxNoticeLookahead = 4 << 20;
 
 // Receives with at least this much payload left wait for it in one wake-up.
 constexpr size_t kMinReceiveBatch = 64 * 1024;
