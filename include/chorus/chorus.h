@@ -222,15 +222,18 @@ chorusResult_t chorusCommShrinkConfig(chorusComm_t comm, chorusComm_t* newcomm,
  * survivors of a failure stop waiting for their deadlines and can call
  * chorusCommShrink. Not collective: one rank calls it (several may, at
  * once), and it returns without waiting for the others. The notice reaches
- * the other ranks through the communicator's connections in about a
- * millisecond on one host: a rank blocked in an operation returns
- * chorusRevoked at once, an idle rank at its next call, whose message names
- * the rank that revoked. Ranks that are dead are skipped; a stopped rank
- * finds the notice when it resumes. A rank that is in the middle of a
- * message with the revoking rank when the connection closes may get
- * chorusRemoteError instead (docs/architecture.md, "Fault tolerance:
- * revoke"), as do ranks on other hosts when `comm` had already failed here
- * (its TCP connections are closed by then). `comm` stays valid for chorusCommShrink, chorusCommAbort,
+ * the other ranks through the communicator's connections within
+ * milliseconds on one host: a rank blocked in an operation returns
+ * chorusRevoked then, an idle rank at its next call, with a message naming
+ * the rank that revoked. Dead ranks are skipped; a stopped rank finds the
+ * notice when it resumes. Revocation is ordered after what the revoking
+ * rank had already sent: a call matching an operation it had started may
+ * still complete on a rank that receives all it needs, and the call after
+ * it fails. A rank that is in the middle of a message from the revoking
+ * rank when the connection closes may get chorusRemoteError instead, as do
+ * ranks on other hosts when `comm` had already failed here (its TCP
+ * connections are closed by then; docs/architecture.md, "Fault tolerance:
+ * revoke"). `comm` stays valid for chorusCommShrink, chorusCommAbort,
  * chorusCommDestroy, chorusCommGetAsyncError (chorusRevoked unless it had
  * failed before), chorusCommCount and chorusCommUserRank. Idempotent, and
  * safe while other threads are in operations on `comm`. Returns
