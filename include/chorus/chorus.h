@@ -184,8 +184,9 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
 /**
  * Fault tolerance, after ULFM's MPIX_Comm_shrink: makes a new communicator
  * over the ranks of `comm` that are still alive. Call it on every surviving
- * rank once `comm` has failed (an operation returned chorusRemoteError or
- * chorusTimeout, or chorusCommGetAsyncError reports one), or on a healthy
+ * rank once `comm` has failed (an operation returned chorusRemoteError,
+ * chorusTimeout or chorusRevoked, or chorusCommGetAsyncError reports one;
+ * chorusCommRevoke makes every rank see it at once), or on a healthy
  * `comm` (then the new communicator has the same ranks). Ranks that are dead,
  * or that do not call it before 3/4 of the timeout (config timeoutMs, else
  * the one of `comm`), are left out; the others are renumbered densely in
