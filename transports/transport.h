@@ -107,6 +107,25 @@ struct TransferRequest {
   uint32_t lane = 0;
 };
 
+// Why a rank closes its connections, told to its peers so that they can
+// tell a deliberate close from a crash (chorusCommRevoke). Transports carry
+// it and pass it on; only the layer above gives `reason` a meaning.
+struct CloseNotice {
+  int32_t origin = -1;  // the rank that first closed with it
+  uint32_t reason = 0;  // nonzero
+};
+
+// A notice as one 64-bit word (a transport that keeps it in shared memory).
+inline uint64_t EncodeCloseNotice(const CloseNotice& notice) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(notice.origin) + 1) << 32) | notice.reason;
+}
+inline bool DecodeCloseNotice(uint64_t word, CloseNotice* notice) {
+  if (word == 0) return false;
+  notice->origin = static_cast<int32_t>((word >> 32) - 1);
+  notice->reason = static_cast<uint32_t>(word);
+  return true;
+}
+
 // A connection to one peer. Messages in each direction match in posting
 // order: the k-th PostSend on A to B meets the k-th PostRecv on B from A.
 // The receiver's `bytes` and `tag` must equal the sender's, otherwise
@@ -170,6 +189,27 @@ class Transport {
   // (used on abort and after an error). After it returns the transport never
   // touches posted requests or their buffers again. Idempotent.
   virtual void Shutdown() = 0;
+
+  // Shutdown, after telling every connected peer `notice`, best effort and
+  // without blocking: a dead peer, or one whose every connection is in the
+  // middle of a message, learns only of the close (and after an earlier
+  // Shutdown, only a transport whose peers stay reachable, such as shared
+  // memory, tells them anything). A transport that fails
+  // because a peer closed with a notice passes it on to its own peers the
+  // same way, so a notice spreads through the job as failures do. Call it
+  // from the thread that drives Progress, or while none does. The default
+  // sends nothing: its peers see a plain close.
+  virtual void ShutdownWithNotice(const CloseNotice& notice) {
+    (void)notice;
+    Shutdown();
+  }
+  // The first notice a peer closed with, once it has arrived (seen by a
+  // Progress, or kept where the peer could write it). Cheap: no system
+  // call, so callers may ask before every operation.
+  virtual bool ReceivedNotice(CloseNotice* notice) const {
+    (void)notice;
+    return false;
+  }
 
   // Registers [ptr, ptr + bytes) for transfers (pinning, keys); requests
   // whose buffer lies in it carry the handle. Transports that move bytes

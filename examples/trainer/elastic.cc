@@ -16,9 +16,10 @@
 namespace trainer {
 namespace {
 
-// Failures a shrink can cure: a peer died or stopped answering.
+// Failures a shrink can cure: a peer died, stopped answering, or revoked
+// the communicator.
 bool PeerFailure(const chorus::Status& status) {
-  return status.code() == chorusRemoteError || status.code() == chorusTimeout;
+  return status.code() == chorusRemoteError || status.code() == chorusTimeout || status.code() == chorusRevoked;
 }
 
 chorus::Status Check(chorusResult_t result, chorusComm_t comm, const char* what) {

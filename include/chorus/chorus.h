@@ -60,7 +60,8 @@ typedef enum {
   chorusRemoteError = 5,      /**< a peer failed or disconnected */
   chorusInProgress = 6,       /**< operation not finished yet (queries) */
   chorusTimeout = 7,          /**< a deadline (CHORUS_TIMEOUT_MS) passed */
-  chorusNumResults = 8
+  chorusRevoked = 8,          /**< the communicator was revoked (chorusCommRevoke) */
+  chorusNumResults = 9
 } chorusResult_t;
 
 typedef enum {
@@ -183,8 +184,9 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
 /**
  * Fault tolerance, after ULFM's MPIX_Comm_shrink: makes a new communicator
  * over the ranks of `comm` that are still alive. Call it on every surviving
- * rank once `comm` has failed (an operation returned chorusRemoteError or
- * chorusTimeout, or chorusCommGetAsyncError reports one), or on a healthy
+ * rank once `comm` has failed (an operation returned chorusRemoteError,
+ * chorusTimeout or chorusRevoked, or chorusCommGetAsyncError reports one;
+ * chorusCommRevoke makes every rank see it at once), or on a healthy
  * `comm` (then the new communicator has the same ranks). Ranks that are dead,
  * or that do not call it before 3/4 of the timeout (config timeoutMs, else
  * the one of `comm`), are left out; the others are renumbered densely in
@@ -213,6 +215,33 @@ chorusResult_t chorusCommShrink(chorusComm_t comm, chorusComm_t* newcomm);
  *  and the shrink's own deadline (config may be NULL). */
 chorusResult_t chorusCommShrinkConfig(chorusComm_t comm, chorusComm_t* newcomm,
                                       chorusConfig_t* config);
+
+/**
+ * Fault tolerance, after ULFM's MPIX_Comm_revoke: makes every pending and
+ * every later collective, point-to-point and group call on `comm` fail with
+ * chorusRevoked, on this rank and on every other rank of `comm`, so that the
+ * survivors of a failure stop waiting for their deadlines and can call
+ * chorusCommShrink. Not collective: one rank calls it (several may, at
+ * once), and it returns without waiting for the others. The notice reaches
+ * the other ranks through the communicator's connections within
+ * milliseconds on one host: a rank blocked in an operation returns
+ * chorusRevoked then, an idle rank at its next call, with a message naming
+ * the rank that revoked. Dead ranks are skipped; a stopped rank finds the
+ * notice when it resumes. Revocation is ordered after what the revoking
+ * rank had already sent: a call matching an operation it had started may
+ * still complete on a rank that receives all it needs, and the call after
+ * it fails. A rank that is in the middle of a message from the revoking
+ * rank when the connection closes may get chorusRemoteError instead, as do
+ * ranks on other hosts when `comm` had already failed here (its TCP
+ * connections are closed by then; docs/architecture.md, "Fault tolerance:
+ * revoke"). `comm` stays valid for chorusCommShrink, chorusCommAbort,
+ * chorusCommDestroy, chorusCommGetAsyncError (chorusRevoked unless it had
+ * failed before), chorusCommCount and chorusCommUserRank. Idempotent, and
+ * safe while other threads are in operations on `comm`. Returns
+ * chorusTimeout only if an operation in flight on this rank did not stop
+ * within the timeout.
+ */
+chorusResult_t chorusCommRevoke(chorusComm_t comm);
 
 /** Waits for all operations issued on `comm` to finish (collective-free). */
 chorusResult_t chorusCommFinalize(chorusComm_t comm);

@@ -193,6 +193,10 @@ class Comm {
     return result;
   }
 
+  /** chorusCommRevoke: every rank's operations on this communicator fail
+   *  with chorusRevoked (then Shrink, Abort or Destroy). */
+  [[nodiscard]] chorusResult_t Revoke() const { return chorusCommRevoke(comm_); }
+
   // ---- Management -------------------------------------------------------
 
   [[nodiscard]] chorusResult_t Rank(int* rank) const { return chorusCommUserRank(comm_, rank); }

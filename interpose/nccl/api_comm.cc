@@ -170,11 +170,15 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return FromChorus(chorusCommAbort(ToChorus(comm)), "ncclCommAbort");
 }
 
+// Chorus revokes on every rank (ULFM's semantics), where NCCL revokes the
+// local rank only: an NCCL program that revokes on every rank gets the same
+// result, sooner on the ranks that have not revoked yet.
 NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
-  (void)comm;
-  (void)revokeFlags;
-  return Fail(ncclInvalidUsage, "ncclCommRevoke",
-              "not supported by Chorus (use ncclCommAbort, or ncclCommShrink after a failure)");
+  const char* api = "ncclCommRevoke";
+  if (comm == nullptr) return Fail(ncclInvalidArgument, api, "comm is NULL");
+  // NCCL_REVOKE_DEFAULT (0) is the only flag value defined.
+  if (revokeFlags != 0) return Fail(ncclInvalidArgument, api, "revokeFlags must be NCCL_REVOKE_DEFAULT (0)");
+  return FromChorus(chorusCommRevoke(ToChorus(comm)), api);
 }
 
 NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {

@@ -67,6 +67,7 @@ constexpr ResultEntry kResults[] = {
     {chorusRemoteError, ncclRemoteError},
     {chorusInProgress, ncclInProgress},
     {chorusTimeout, ncclRemoteError},
+    {chorusRevoked, ncclRemoteError},
 };
 static_assert(std::size(kResults) == chorusNumResults, "one entry per chorusResult_t");
 

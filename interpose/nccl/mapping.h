@@ -23,7 +23,8 @@ bool MapRedOp(ncclRedOp_t op, chorusRedOp_t* out);
 
 // The NCCL result for a Chorus result. chorusTimeout becomes
 // ncclRemoteError: NCCL has no timeout code, and a deadline that passes
-// means a peer did not answer.
+// means a peer did not answer. So does chorusRevoked: NCCL has no revoked
+// code, and programs recover from ncclRemoteError by shrinking.
 ncclResult_t MapResult(chorusResult_t result);
 
 }  // namespace chorus_nccl

@@ -190,6 +190,12 @@ chorusResult_t chorusCommAbort(chorusComm_t comm) {
   return chorus::Report(comm, status.WithContext("chorusCommAbort"));
 }
 
+chorusResult_t chorusCommRevoke(chorusComm_t comm) {
+  Status status = chorus::CheckComm(comm);
+  if (status.ok()) status = comm->impl->Revoke();
+  return chorus::Report(comm, status.WithContext("chorusCommRevoke"));
+}
+
 chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* async_error) {
   Status status = chorus::CheckComm(comm);
   if (status.ok() && async_error == nullptr) status = InvalidArgument("asyncError is NULL");
@@ -232,6 +238,7 @@ const char* chorusGetErrorString(chorusResult_t result) {
     case chorusRemoteError: return "remote error (a peer failed or disconnected)";
     case chorusInProgress: return "operation in progress";
     case chorusTimeout: return "timeout (CHORUS_TIMEOUT_MS passed)";
+    case chorusRevoked: return "revoked (a rank called chorusCommRevoke; shrink, abort or destroy the communicator)";
     default: return "unknown result code";
   }
 }

@@ -229,7 +229,7 @@ Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, co
 uint64_t Communicator::IssueTicket() { return next_ticket_.fetch_add(1, std::memory_order_relaxed); }
 
 Status Communicator::AwaitTurn(uint64_t ticket) {
-  auto due = [&] { return running_ticket_.load(std::memory_order_acquire) == ticket || aborted_.load(); };
+  auto due = [&] { return running_ticket_.load(std::memory_order_acquire) == ticket || stop_.load(); };
   // The launch ahead of us is usually a small one on another thread; with
   // more ranks than CPUs it may need this core: then no polling.
   if (SpinThenYield(cores_shared_ ? kNoPolling : kTurnPoll, due)) return Status::Ok();
@@ -256,14 +256,25 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
   if (recorder_ != nullptr) recorder_->BeginLaunch(ops, nops);
   if (aborted_.load()) {
     status = RemoteError("rank ", rank_, ": communicator was aborted");
+  } else if (revoked_by() >= 0) {
+    status = RevokedError();
   } else if (failed_.load(std::memory_order_acquire)) {
     status = async_error().WithContext("communicator is in an error state after an earlier failure");
   } else {
-    if (checker_ != nullptr) status = checker_->Check(ops, nops, check_exchange_, &mismatch);
-    if (status.ok()) {
-      if (recorder_ != nullptr) recorder_->MarkStarted(/*read_clock=*/checker_ != nullptr);
-      status = RunOperations(ops, nops);
+    std::unique_lock<std::timed_mutex> transport_lock(transport_mutex_);
+    // A peer's revocation that reached this rank while it was idle.
+    if (AdoptRevocationNotice()) {
+      status = RevokedError();
+    } else {
+      if (checker_ != nullptr) status = checker_->Check(ops, nops, check_exchange_, &mismatch);
+      if (status.ok()) {
+        if (recorder_ != nullptr) recorder_->MarkStarted(/*read_clock=*/checker_ != nullptr);
+        status = RunOperations(ops, nops);
+      }
+      // Failed because this rank or a peer revoked the communicator.
+      if (!status.ok() && !mismatch && !aborted_.load() && AdoptRevocationNotice()) status = RevokedError();
     }
+    if (revoked_by() >= 0) SpreadRevocation();
   }
   if (recorder_ != nullptr) recorder_->EndLaunch(status, status.ok() ? nullptr : &waiting_);
   if (mismatch) {
@@ -306,7 +317,7 @@ void Communicator::StartCheckingCalls() {
 
 Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t* all) {
   // Every rank has the board or none, so every rank exchanges alike.
-  if (board_allreduce_ != nullptr) return board_allreduce_->ShareRound(mine, bytes, all, aborted_, options_.timeout_ms);
+  if (board_allreduce_ != nullptr) return board_allreduce_->ShareRound(mine, bytes, all, stop_, options_.timeout_ms);
   CollectiveArgs args;
   args.coll = Collective::kAllGather;
   args.count = bytes;
@@ -328,7 +339,8 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
   executor_options.chunk_bytes = options_.chunk_bytes;
   executor_options.staging = &staging_;
   executor_options.context = &executor_context_;
-  return ExecuteSchedules(transport_.get(), rank_, launch.bound, executor_options, aborted_,
+  executor_options.close_notice = &close_notice_;
+  return ExecuteSchedules(transport_.get(), rank_, launch.bound, executor_options, stop_,
                           Deadline::AfterMs(options_.timeout_ms));
 }
 
@@ -416,7 +428,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     const BoardPlan plan = UsesBoard(ops[0]);
     if (plan != BoardPlan::kNone) {
       if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
-      Status status = board_allreduce_->Run(ops[0], plan, aborted_, options_.timeout_ms);
+      Status status = board_allreduce_->Run(ops[0], plan, stop_, options_.timeout_ms);
       if (!status.ok() && board_allreduce_->stuck_peer() >= 0) waiting_.AddRecv(board_allreduce_->stuck_peer());
       return status;
     }
@@ -524,11 +536,12 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
     executor_options.waiting = &waiting_;
+    executor_options.close_notice = &close_notice_;
     if (registrations_ != nullptr) {
       CHORUS_RETURN_IF_ERROR(RegisterBuffers(bound));
       executor_options.memory = &bound_memory_;
     }
-    Status executed = ExecuteSchedules(transport_.get(), rank_, bound, executor_options, aborted_,
+    Status executed = ExecuteSchedules(transport_.get(), rank_, bound, executor_options, stop_,
                                        Deadline::AfterMs(options_.timeout_ms));
     if (registrations_ != nullptr) ReleaseBuffers();
     CHORUS_RETURN_IF_ERROR(executed);
@@ -653,11 +666,63 @@ void Communicator::Abort() {
   // interesting one.
   if (recorder_ != nullptr && !aborted_.load()) recorder_->DumpToPatternFile("abort", LaunchesWaitingTurn());
   aborted_.store(true);
+  stop_.store(true);
   if (transport_) {
     transport_->Wakeup();
     transport_->Shutdown();
   }
   order_cv_.notify_all();
+}
+
+// The close notice's reason for a revocation (transport.h: transports only
+// carry it).
+constexpr uint32_t kRevokeNotice = 0x52564b45;  // "RVKE"
+
+Status Communicator::RevokedError() const {
+  const int origin = revoked_by();
+  if (origin == rank_) return Status(chorusRevoked, StrCat("rank ", rank_, ": the communicator was revoked by this rank"));
+  return Status(chorusRevoked, StrCat("rank ", rank_, ": the communicator was revoked by rank ", origin));
+}
+
+bool Communicator::AdoptRevocationNotice() {
+  if (revoked_by() >= 0) return true;
+  CloseNotice notice;
+  if (!transport_ || !transport_->ReceivedNotice(&notice) || notice.reason != kRevokeNotice) return false;
+  if (notice.origin < 0 || notice.origin >= nranks_) return false;
+  MarkRevoked(notice.origin);
+  return true;
+}
+
+void Communicator::MarkRevoked(int origin) {
+  int none = -1;
+  revoked_by_.compare_exchange_strong(none, origin, std::memory_order_acq_rel);
+  CloseNotice notice;
+  notice.origin = revoked_by();
+  notice.reason = kRevokeNotice;
+  close_notice_.store(EncodeCloseNotice(notice));
+  // The running launch stops within a round of its executor (or board)
+  // loop; launches waiting for their turn fail at once.
+  stop_.store(true);
+  if (transport_) transport_->Wakeup();
+  { std::lock_guard<std::mutex> lock(order_mutex_); }
+  order_cv_.notify_all();
+}
+
+void Communicator::SpreadRevocation() {
+  CloseNotice notice;
+  if (transport_ && DecodeCloseNotice(close_notice_.load(), &notice)) transport_->ShutdownWithNotice(notice);
+}
+
+Status Communicator::Revoke() {
+  MarkRevoked(rank_);
+  std::unique_lock<std::timed_mutex> transport_lock(transport_mutex_, std::defer_lock);
+  if (!transport_lock.try_lock_for(std::chrono::milliseconds(options_.timeout_ms))) {
+    return TimeoutError("rank ", rank_, ": the running operation did not stop within the timeout");
+  }
+  SpreadRevocation();
+  transport_lock.unlock();
+  Fail(RevokedError());  // first error, unless the communicator had failed before
+  return Status::Ok();
 }
 
 void Communicator::BeginPending() { pending_.fetch_add(1, std::memory_order_relaxed); }

@@ -111,6 +111,13 @@ class Communicator {
   // Makes every current and future operation fail promptly.
   void Abort();
   bool aborted() const { return aborted_.load(); }
+  // chorusCommRevoke: makes every current and future operation fail with
+  // chorusRevoked here and, through a close notice on the transport, on
+  // every rank that a connection reaches. Idempotent; any thread. Fails
+  // only when a running operation does not let go within the timeout.
+  Status Revoke();
+  // The rank whose revocation reached this one (itself included), or -1.
+  int revoked_by() const { return revoked_by_.load(std::memory_order_acquire); }
   // chorusSuccess or the first failure of an operation.
   Status async_error() const;
   // A watcher outside any operation (the heartbeat) found the communicator
@@ -152,6 +159,14 @@ class Communicator {
   // With the heartbeat on, after a launch failed on a closed connection:
   // waits briefly for the heartbeat to report why (a silent rank).
   void AwaitOutsideCause();
+  // The error of every operation once revoked, naming the revoking rank.
+  Status RevokedError() const;
+  // Adopts a revocation that a peer's close notice brought; true once revoked.
+  bool AdoptRevocationNotice();
+  // Records the revocation (the first origin wins) and stops running work.
+  void MarkRevoked(int origin);
+  // Tells the peers (transport_mutex_ held).
+  void SpreadRevocation();
   // Launches issued but not yet due (a dump's "waiting_turn").
   uint64_t LaunchesWaitingTurn() const;
 
@@ -187,6 +202,15 @@ class Communicator {
 
   // Failure state.
   std::atomic<bool> aborted_{false};
+  std::atomic<int> revoked_by_{-1};
+  // The revocation's close notice (EncodeCloseNotice), set before stop_:
+  // the executor shuts the transport down with it when it stops.
+  std::atomic<uint64_t> close_notice_{0};
+  // Abort or revocation: running and waiting work stops at once.
+  std::atomic<bool> stop_{false};
+  // Held by the launch that drives the transport, and by Revoke telling the
+  // peers, since a transport is driven by one thread at a time.
+  std::timed_mutex transport_mutex_;
   std::atomic<bool> failed_{false};  // first_error_ is set: lets launches skip its lock
   mutable std::mutex error_mutex_;
   Status first_error_;

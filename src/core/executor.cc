@@ -531,7 +531,14 @@ Status ExecuteSchedules(Transport* transport, int rank, const std::vector<BoundS
   // Requests may still be posted and transports have no cancel: Shutdown
   // makes the transport let go of them before their slots are freed or
   // reused by the next launch.
-  if (!status.ok()) transport->Shutdown();
+  if (!status.ok()) {
+    CloseNotice notice;
+    if (options.close_notice != nullptr && DecodeCloseNotice(options.close_notice->load(), &notice)) {
+      transport->ShutdownWithNotice(notice);
+    } else {
+      transport->Shutdown();
+    }
+  }
   return status;
 }
 

@@ -76,6 +76,10 @@ struct ExecutorOptions {
   // (TransportCapabilities::needs_memory_registration); null: requests
   // carry null handles.
   const std::vector<BoundMemory>* memory = nullptr;
+  // A failed run shuts the transport down (posted requests cannot be
+  // cancelled): with the notice this holds (EncodeCloseNotice, read then)
+  // if nonzero, so that the peers learn why; null or 0: a plain Shutdown.
+  const std::atomic<uint64_t>* close_notice = nullptr;
 };
 
 // Runs `schedules` to completion as one unit. On an error, abort or timeout

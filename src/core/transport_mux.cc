@@ -90,6 +90,17 @@ void TransportMux::Shutdown() {
   for (auto& transport : transports_) transport->Shutdown();
 }
 
+void TransportMux::ShutdownWithNotice(const CloseNotice& notice) {
+  for (auto& transport : transports_) transport->ShutdownWithNotice(notice);
+}
+
+bool TransportMux::ReceivedNotice(CloseNotice* notice) const {
+  for (const auto& transport : transports_) {
+    if (transport->ReceivedNotice(notice)) return true;
+  }
+  return false;
+}
+
 Status TransportMux::RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) {
   *handle = MemoryHandle();
   if (!capabilities_.needs_memory_registration) return Status::Ok();

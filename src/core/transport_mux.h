@@ -35,6 +35,9 @@ class TransportMux : public Transport {
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
   void Shutdown() override;
+  // Tells the peers of every transport; a notice from any transport counts.
+  void ShutdownWithNotice(const CloseNotice& notice) override;
+  bool ReceivedNotice(CloseNotice* notice) const override;
   // Registers with every serving transport that needs it; the handle's
   // `set` holds theirs (each finds its own with MemoryHandle::For).
   Status RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) override;

@@ -418,6 +418,32 @@ static void CheckSplit(ncclComm_t comm, int rank, int n) {
   }
 }
 
+/* ncclCommRevoke by rank 0 on a communicator split off for it: every rank's
+   next call on it fails (ncclRemoteError, the message saying who revoked),
+   and a shrink gives every rank back. */
+static void CheckRevoke(ncclComm_t comm, int rank, int n) {
+  ncclComm_t victim = NULL, shrunk = NULL;
+  EXPECT_OK(ncclCommSplit(comm, 0, rank, &victim, NULL));
+  if (victim == NULL) return;
+  /* Every rank has finished the split (its last exchange on `victim`)
+     before rank 0 revokes, which would fail it where it is still pending. */
+  int32_t value = rank, total = -1;
+  EXPECT_OK(ncclAllReduce(&value, &total, 1, ncclInt32, ncclSum, comm, NULL));
+  if (rank == 0) EXPECT_OK(ncclCommRevoke(victim, NCCL_REVOKE_DEFAULT));
+  EXPECT_ERROR(ncclAllReduce(&value, &total, 1, ncclInt32, ncclSum, victim, NULL), ncclRemoteError, "revoked by");
+  EXPECT_OK(ncclCommRevoke(victim, NCCL_REVOKE_DEFAULT)); /* idempotent, on any rank */
+  EXPECT_OK(ncclCommShrink(victim, NULL, 0, &shrunk, NULL, NCCL_SHRINK_DEFAULT));
+  if (shrunk != NULL) {
+    int count = -1;
+    EXPECT_OK(ncclCommCount(shrunk, &count));
+    CHECK(count == n, "shrink after revoke has %d ranks, expected %d", count, n);
+    EXPECT_OK(ncclAllReduce(&value, &total, 1, ncclInt32, ncclSum, shrunk, NULL));
+    CHECK(total == n * (n - 1) / 2, "AllReduce after revoke and shrink: %d", total);
+    EXPECT_OK(ncclCommDestroy(shrunk));
+  }
+  EXPECT_OK(ncclCommDestroy(victim));
+}
+
 /* Local argument errors: NCCL's result codes, a clear last error, nothing
    communicated, and the communicator still usable after them. */
 static void CheckErrors(ncclComm_t comm, int rank, int n) {
@@ -442,7 +468,8 @@ static void CheckErrors(ncclComm_t comm, int rank, int n) {
   int count = 0;
   EXPECT_ERROR(ncclCommCount(NULL, &count), ncclInvalidArgument, "comm is NULL");
   EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupStart");
-  EXPECT_ERROR(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidUsage, "not supported");
+  EXPECT_ERROR(ncclCommRevoke(NULL, NCCL_REVOKE_DEFAULT), ncclInvalidArgument, "comm is NULL");
+  EXPECT_ERROR(ncclCommRevoke(comm, 1), ncclInvalidArgument, "revokeFlags");
   ncclWindow_t win;
   EXPECT_ERROR(ncclCommWindowRegister(comm, buf, sizeof(buf), &win, NCCL_WIN_DEFAULT), ncclInvalidUsage,
                "not supported");
@@ -506,6 +533,7 @@ static void RunSuite(ncclComm_t comm, int rank, int n) {
   CheckSendRecv(comm, rank, n);
   CheckPreMulSum(comm, rank, n);
   CheckSplit(comm, rank, n);
+  CheckRevoke(comm, rank, n);
   CheckErrors(comm, rank, n);
   EXPECT_OK(ncclCommFinalize(comm));
   EXPECT_OK(ncclCommDestroy(comm));

@@ -302,6 +302,32 @@ TEST(ShmTransportTest, PeerShutdownFailsPendingReceiveWithinOneSecond) {
   EXPECT_EQ(transports[1]->Progress(0).code(), chorusRemoteError);
 }
 
+// The notice lands in every peer's segment: an idle peer finds it without
+// any call, and a peer waiting for another rank fails at once.
+TEST(ShmTransportTest, CloseNoticeReachesWaitingAndIdlePeers) {
+  auto transports = ConnectedMesh(3);
+  ASSERT_EQ(transports.size(), 3u);
+  uint8_t byte = 0;
+  TransferRequest recv = Request(&byte, 1, 1);
+  ASSERT_TRUE(transports[0]->endpoint(2)->PostRecv(&recv).ok());  // waits for rank 2, not rank 1
+  Status status;
+  std::thread waiter([&] { status = WaitAll(transports[0].get(), {&recv}, 5000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CloseNotice notice;
+  notice.origin = 1;
+  notice.reason = 7;
+  transports[1]->ShutdownWithNotice(notice);
+  CloseNotice received;
+  ASSERT_TRUE(transports[2]->ReceivedNotice(&received));  // idle: written into its segment
+  EXPECT_EQ(received.origin, 1);
+  EXPECT_EQ(received.reason, 7u);
+  waiter.join();
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status.message();
+  ASSERT_TRUE(transports[0]->ReceivedNotice(&received));
+  EXPECT_EQ(received.origin, 1);
+}
+
 TEST(ShmTransportTest, MessagesSentBeforeShutdownCanStillBeReceived) {
   auto transports = ConnectedMesh(2);
   ASSERT_EQ(transports.size(), 2u);

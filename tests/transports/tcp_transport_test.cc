@@ -242,6 +242,60 @@ TEST(TcpTransportTest, IdlePeerExitIsNotAnErrorUntilSomethingIsPosted) {
   EXPECT_NE(status.message().find("peer 0"), std::string::npos) << status.message();
 }
 
+// A close notice arrives where the waiting rank expected a message header;
+// a rank that waits only for another peer learns it from the hang-up, and
+// passes it on to a rank that was idle.
+TEST(TcpTransportTest, CloseNoticeReachesWaitingAndIdlePeers) {
+  auto transports = ConnectedMesh(3, 2);
+  ASSERT_EQ(transports.size(), 3u);
+  uint64_t in = 0;
+  TransferRequest recv;
+  recv.buffer = &in;
+  recv.bytes = sizeof(in);
+  ASSERT_TRUE(transports[0]->endpoint(2)->PostRecv(&recv).ok());  // waits for rank 2, not rank 1
+  ASSERT_TRUE(transports[0]->Progress(0).ok());
+  CloseNotice notice;
+  notice.origin = 1;
+  notice.reason = 7;
+  transports[1]->ShutdownWithNotice(notice);
+  Status status = WaitAll(transports[0].get(), {&recv}, 5000);
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status.message();
+  CloseNotice received;
+  ASSERT_TRUE(transports[0]->ReceivedNotice(&received));
+  EXPECT_EQ(received.origin, 1);
+  EXPECT_EQ(received.reason, 7u);
+  // Rank 2 posted nothing; rank 0's failure passed the notice on to it.
+  const Deadline deadline = Deadline::AfterMs(5000);
+  while (transports[2]->Progress(10).ok() && !deadline.Expired()) {
+  }
+  ASSERT_TRUE(transports[2]->ReceivedNotice(&received));
+  EXPECT_EQ(received.origin, 1);
+  EXPECT_EQ(received.reason, 7u);
+}
+
+TEST(TcpTransportTest, NoticeIsReadInPlaceOfAHeader) {
+  auto transports = ConnectedMesh(2, 1);
+  ASSERT_EQ(transports.size(), 2u);
+  CloseNotice notice;
+  notice.origin = 0;
+  notice.reason = 9;
+  transports[0]->ShutdownWithNotice(notice);
+  CloseNotice received;
+  EXPECT_FALSE(transports[1]->ReceivedNotice(&received));  // nothing read yet
+  uint64_t in = 0;
+  TransferRequest recv;
+  recv.buffer = &in;
+  recv.bytes = sizeof(in);
+  ASSERT_TRUE(transports[1]->endpoint(0)->PostRecv(&recv).ok());
+  Status status = WaitAll(transports[1].get(), {&recv}, 5000);
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  ASSERT_TRUE(transports[1]->ReceivedNotice(&received));
+  EXPECT_EQ(received.origin, 0);
+  EXPECT_EQ(received.reason, 9u);
+  EXPECT_FALSE(transports[0]->ReceivedNotice(&received));  // the sender's own is not "received"
+}
+
 TEST(TcpTransportTest, ConnectDeadlineGivesTimeout) {
   TcpOptions options = Options(0, 2, 2);
   std::unique_ptr<Transport> lonely;

@@ -126,6 +126,12 @@ Status ShmBoard::AwaitSlow(int peer, uint64_t round, size_t bytes, const std::at
     if (own_header_->closed.load(std::memory_order_acquire) != 0) {
       return InvalidUsage("shm board: rank ", rank_, "'s shm transport was shut down");
     }
+    // A peer closed with a notice for us (shm_layout.h): it concerns us even
+    // though we wait for another member, who may never come.
+    if (own_header_->notice.load(std::memory_order_acquire) != 0) {
+      return RemoteError("shm board: rank ", rank_, " was sent a close notice while waiting for ", member.label,
+                         " in round ", round);
+    }
     // What the peer published before it shut down or exited still counts.
     if (member.header->closed.load(std::memory_order_acquire) != 0) {
       if (published()) return Ready(peer, round, bytes, payload);

@@ -17,8 +17,8 @@
 //
 // Waiting (Await) polls the peer's round with no clock read until it has
 // polled kPollsBetweenChecks times; then it checks, every so often, the
-// deadline, the abort flag, its own shutdown, the peer's shutdown flag and
-// (from 5 ms on) whether the peer's process is gone. It spins, then
+// deadline, the abort flag, its own shutdown, a close notice sent to it, the
+// peer's shutdown flag and (from 5 ms on) whether the peer's process is gone. It spins, then
 // yields, then sleeps on the futex of its own segment, which Publish bumps
 // when a peer says it sleeps: with a core per rank longer than the
 // transport's wait policy says (shm_board.cc), and when ranks outnumber

@@ -18,7 +18,8 @@ namespace chorus {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
-constexpr uint32_t kLayoutVersion = 4;  // 3: the board area after the rings; 4: 256 KiB board slots
+// 3: the board area after the rings; 4: 256 KiB board slots; 5: close notice
+constexpr uint32_t kLayoutVersion = 5;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
@@ -66,6 +67,10 @@ struct alignas(kCacheLine) SegmentHeader {
   alignas(kCacheLine) std::atomic<uint32_t> sleeping;
   std::atomic<uint32_t> closed;    // set by the owner's Shutdown
   std::atomic<uint32_t> attached;  // peers that finished mapping this segment
+  // A peer's close notice for the owner (EncodeCloseNotice; 0: none), the
+  // first one written: peers write it before they close, so an idle owner
+  // finds it at its next operation with one load.
+  std::atomic<uint64_t> notice;
 };
 
 // Control block of the ring from one sender into the owner's segment.

@@ -112,7 +112,13 @@ shm::PullMethod ShmTransport::pull_method(int peer) const {
 
 Status ShmTransport::Fail(Status status) {
   if (error_.ok()) error_ = status;
-  Shutdown();  // peers waiting on us learn at once
+  // Peers waiting on us learn at once, and learn a notice we were given.
+  CloseNotice notice;
+  if (ReceivedNotice(&notice)) {
+    ShutdownWithNotice(notice);
+  } else {
+    Shutdown();
+  }
   return error_;
 }
 
@@ -159,6 +165,12 @@ Status ShmTransport::CheckPeers(bool force, bool* progressed) {
     const Clock::time_point now = Clock::now();
     check_liveness = now >= next_liveness_check_;
     if (check_liveness) next_liveness_check_ = now + kLivenessInterval;
+  }
+  // A peer that closed with a notice wrote it into our segment: the
+  // notice concerns us even when we wait for other peers.
+  CloseNotice notice;
+  if (ReceivedNotice(&notice)) {
+    return Fail(RemoteError("rank ", notice.origin, " closed its connections with notice ", notice.reason));
   }
   for (Peer* peer : connected_peers_) {
     if (peer->idle()) continue;
@@ -243,6 +255,25 @@ Status ShmTransport::SleepOnce(int64_t timeout_us, bool* progressed) {
 void ShmTransport::Wakeup() {
   wakeup_requested_.store(true);
   if (segment_ != nullptr) shm::WakeOwner(header());
+}
+
+void ShmTransport::ShutdownWithNotice(const CloseNotice& notice) {
+  {
+    // Before our closed flag, so that a peer that sees it finds the notice;
+    // also after an earlier Shutdown, since the peers' segments stay mapped.
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
+    for (Peer* peer : connected_peers_) {
+      uint64_t none = 0;
+      peer->header()->notice.compare_exchange_strong(none, EncodeCloseNotice(notice), std::memory_order_seq_cst);
+      shm::WakeOwner(peer->header());
+    }
+  }
+  Shutdown();
+}
+
+bool ShmTransport::ReceivedNotice(CloseNotice* notice) const {
+  if (segment_ == nullptr) return false;
+  return DecodeCloseNotice(header()->notice.load(std::memory_order_acquire), notice);
 }
 
 void ShmTransport::Shutdown() {

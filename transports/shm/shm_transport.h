@@ -99,6 +99,10 @@ class ShmTransport : public Transport {
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
   void Shutdown() override;
+  // Writes the notice into every peer's segment (shm_layout.h), then shuts
+  // down; any thread may call it.
+  void ShutdownWithNotice(const CloseNotice& notice) override;
+  bool ReceivedNotice(CloseNotice* notice) const override;
 
   // Messages received so far, by path.
   shm::ShmStats stats() const { return stats_; }

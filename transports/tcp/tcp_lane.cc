@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <vector>
 
 namespace chorus {
 
@@ -41,6 +43,45 @@ void TcpLane::OnEvents(uint32_t events) {
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) readable_ = true;
   if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) writable_ = true;
   if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hung_up_ = true;
+}
+
+bool TcpLane::SendNotice(const WireHeader& notice) {
+  if (send_head_ != nullptr && send_head_->progress != 0) return false;
+  return ::send(fd(), &notice, sizeof(notice), MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(notice));
+}
+
+bool TcpLane::FindNotice(WireHeader* notice) {
+  if (notice_received_) {
+    *notice = recv_header_;
+    return true;
+  }
+  constexpr size_t kHeader = sizeof(WireHeader);
+  // Unread payload of the message being received; a half-read header
+  // leaves no boundary to look from.
+  size_t skip = 0;
+  if (recv_header_bytes_ == kHeader && recv_head_ != nullptr) {
+    skip = recv_head_->bytes - recv_head_->progress;
+  } else if (recv_header_bytes_ != 0) {
+    return false;
+  }
+  // The messages the peer sent before its notice are readable too: look
+  // past them without consuming anything (each MSG_PEEK starts at the front
+  // of the queue). Cold path: after a failure or a hang-up.
+  std::vector<char> view;
+  while (skip + kHeader <= kMaxNoticeLookahead) {
+    view.resize(skip + kHeader);
+    const ssize_t got = ::recv(fd(), view.data(), view.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (got != static_cast<ssize_t>(view.size())) return false;
+    WireHeader next;
+    std::memcpy(&next, view.data() + skip, kHeader);
+    if (next.magic == kNoticeMagic) {
+      *notice = next;
+      return true;
+    }
+    if (next.magic != kWireMagic || next.bytes > kMaxNoticeLookahead) return false;
+    skip += kHeader + next.bytes;
+  }
+  return false;
 }
 
 Status TcpLane::Progress(bool* progressed) {
@@ -145,6 +186,10 @@ Status TcpLane::ProgressRecvs(bool* progressed) {
       *progressed = true;
       if (recv_header_bytes_ < kHeader) {
         recv_header_bytes_ += static_cast<size_t>(got);
+        if (recv_header_bytes_ == kHeader && recv_header_.magic == kNoticeMagic) {
+          notice_received_ = true;
+          return RemoteError(peer_label_, " closed the connection with a notice from rank ", recv_header_.bytes);
+        }
         if (recv_header_bytes_ == kHeader) CHORUS_RETURN_IF_ERROR(CheckHeader(*request));
         if (recv_header_bytes_ < kHeader || request->bytes > 0) continue;
       } else {

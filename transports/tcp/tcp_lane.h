@@ -45,6 +45,14 @@ class TcpLane {
   void PushRecv(TransferRequest* request) { Push(request, &recv_head_, &recv_tail_); }
   bool idle() const { return send_head_ == nullptr && recv_head_ == nullptr; }
 
+  // Writes a close notice (wire_header.h) if no message is half sent on this
+  // lane, without blocking; true when it went out whole.
+  bool SendNotice(const WireHeader& notice);
+  // A close notice the peer sent here: one a receive read in place of a
+  // header, or one waiting in the socket behind at most kMaxNoticeLookahead
+  // bytes of messages (looked at, not consumed).
+  bool FindNotice(WireHeader* notice);
+
   // Records what epoll reported (EPOLLIN/OUT/RDHUP/HUP/ERR).
   void OnEvents(uint32_t events);
 
@@ -77,9 +85,13 @@ class TcpLane {
   bool readable_ = true;
   bool writable_ = true;
   bool peer_hung_up_ = false;      // EPOLLRDHUP/HUP/ERR seen
+  bool notice_received_ = false;   // recv_header_ is a close notice
   int receive_low_watermark_ = 1;  // the socket's SO_RCVLOWAT
   size_t max_receive_batch_;       // kMaxReceiveBatch, or less for a fixed SO_RCVBUF
 };
+
+// How far past unread messages FindNotice looks for a close notice.
+constexpr size_t kMaxNoticeLookahead = 4 << 20;
 
 // Receives with at least this much payload left wait for it in one wake-up.
 constexpr size_t kMinReceiveBatch = 64 * 1024;

@@ -193,9 +193,50 @@ Status TcpTransport::Post(int peer, TransferRequest* request, bool is_send) {
 
 Status TcpTransport::Fail(Status status) {
   if (error_.ok()) error_ = status;
-  // Closing our side at once tells every peer waiting on us that we are gone.
-  Shutdown();
+  // Closing our side at once tells every peer waiting on us that we are
+  // gone, and passes on a notice we were given.
+  CloseNotice notice;
+  if (!shut_down_.load() && ScanNotices(&notice)) {
+    ShutdownWithNotice(notice);
+  } else {
+    Shutdown();
+  }
   return error_;
+}
+
+bool TcpTransport::ScanNotices(CloseNotice* notice) {
+  if (ReceivedNotice(notice)) return true;
+  for (TcpLane* lane : lanes_) {
+    WireHeader header;
+    if (!lane->FindNotice(&header)) continue;
+    CloseNotice found;
+    found.origin = static_cast<int32_t>(header.bytes);
+    found.reason = static_cast<uint32_t>(header.tag);
+    uint64_t none = 0;
+    notice_.compare_exchange_strong(none, EncodeCloseNotice(found));
+    return ReceivedNotice(notice);
+  }
+  return false;
+}
+
+bool TcpTransport::ReceivedNotice(CloseNotice* notice) const {
+  return DecodeCloseNotice(notice_.load(std::memory_order_acquire), notice);
+}
+
+void TcpTransport::ShutdownWithNotice(const CloseNotice& notice) {
+  {
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
+    if (!shut_down_.load() && connected_) {
+      const WireHeader header = {kNoticeMagic, 0, notice.reason, static_cast<uint64_t>(notice.origin)};
+      for (const auto& peer : peers_) {
+        if (peer == nullptr) continue;
+        for (const auto& lane : peer->lanes) {
+          if (lane->SendNotice(header)) break;
+        }
+      }
+    }
+  }
+  Shutdown();
 }
 
 Status TcpTransport::ProgressLanes(bool* progressed) {
@@ -214,6 +255,7 @@ Status TcpTransport::WaitForEvents(int timeout_ms, bool* lane_events) {
     if (errno == EINTR) return Status::Ok();
     return Fail(ErrnoError(errno, "epoll_wait"));
   }
+  bool hung_up = false;
   for (int i = 0; i < count; ++i) {
     if (events[i].data.ptr == nullptr) {
       uint64_t ignored;
@@ -223,6 +265,14 @@ Status TcpTransport::WaitForEvents(int timeout_ms, bool* lane_events) {
     }
     static_cast<TcpLane*>(events[i].data.ptr)->OnEvents(events[i].events);
     *lane_events = true;
+    hung_up |= (events[i].events & (EPOLLRDHUP | EPOLLHUP)) != 0;
+  }
+  // A peer that closes with a notice concerns us even when nothing is
+  // posted to it (we may wait for other peers): the notice precedes its
+  // hang-up on the lane.
+  CloseNotice notice;
+  if (hung_up && ScanNotices(&notice)) {
+    return Fail(RemoteError("rank ", notice.origin, " closed its connections with notice ", notice.reason));
   }
   return Status::Ok();
 }

@@ -51,6 +51,9 @@ class TcpTransport : public Transport {
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
   void Shutdown() override;
+  // One notice per peer, on a lane where no message is half sent.
+  void ShutdownWithNotice(const CloseNotice& notice) override;
+  bool ReceivedNotice(CloseNotice* notice) const override;
 
   // Each lane's SO_RCVBUF/SO_SNDBUF as the kernel reports them (twice what
   // CHORUS_SOCKET_RCVBUF/SNDBUF set; -1 where getsockopt failed), in lane
@@ -68,6 +71,9 @@ class TcpTransport : public Transport {
   Status ProgressLanes(bool* progressed);
   Status WaitForEvents(int timeout_ms, bool* lane_events);
   Status Fail(Status status);
+  // Looks at every lane for a close notice (cold: after a failure, or when a
+  // peer hung up); keeps the first in notice_.
+  bool ScanNotices(CloseNotice* notice);
   void LogLaneBuffers() const;
 
   TcpOptions options_;
@@ -81,6 +87,7 @@ class TcpTransport : public Transport {
   Status error_;               // first failure; returned by every later call
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the lanes
   std::atomic<bool> shut_down_{false};
+  std::atomic<uint64_t> notice_{0};  // EncodeCloseNotice of the first notice received
 };
 
 }  // namespace chorus

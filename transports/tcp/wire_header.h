@@ -16,5 +16,8 @@ struct WireHeader {
 static_assert(sizeof(WireHeader) == 24, "WireHeader must have no padding");
 
 constexpr uint32_t kWireMagic = 0x4d524843;  // "CHRM" in memory on little-endian hosts
+// A close notice (transport.h) in place of a message header: tag = reason,
+// bytes = origin rank. Sent only between messages, then the socket closes.
+constexpr uint32_t kNoticeMagic = 0x4e524843;  // "CHRN"
 
 }  // namespace chorus
