@@ -159,8 +159,11 @@ TEST_P(RevokeProcessesTest, EveryRankFailsFastThenShrinks) {
   ASSERT_NE(memory, MAP_FAILED);
   auto* shared = new (memory) SharedPids();
   shared->rank2_pid.store(0);
-  chorusUniqueId id;
-  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess) << chorusGetLastError(nullptr);
+  // The root in a process of its own: this one stays single-threaded for
+  // ForkRanks (tests/common/single_threaded_fork.h).
+  const RendezvousProcess rendezvous;
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
   const std::vector<ChildOutcome> outcomes =
       ForkRanks(4, [&](int rank) { return ProcessBody(id, rank, param.rank2, shared); }, kParentDeadline);
   munmap(memory, sizeof(SharedPids));
