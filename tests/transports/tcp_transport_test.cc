@@ -274,6 +274,41 @@ TEST(TcpTransportTest, CloseNoticeReachesWaitingAndIdlePeers) {
   EXPECT_EQ(received.reason, 7u);
 }
 
+// A notice behind messages the waiting rank has not read yet (it waits for
+// another peer) is found by looking past them (within the receive window),
+// across more than one scratch slice, without consuming them.
+TEST(TcpTransportTest, NoticeBehindUnreadMessagesIsFound) {
+  auto transports = ConnectedMesh(3, 1);
+  ASSERT_EQ(transports.size(), 3u);
+  std::vector<std::vector<uint8_t>> payloads = {std::vector<uint8_t>(1000, 1), std::vector<uint8_t>(70000, 2),
+                                                std::vector<uint8_t>(8, 3)};
+  std::vector<TransferRequest> sends(payloads.size());
+  std::vector<TransferRequest*> pointers;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    sends[i].buffer = payloads[i].data();
+    sends[i].bytes = payloads[i].size();
+    sends[i].tag = i;
+    ASSERT_TRUE(transports[1]->endpoint(0)->PostSend(&sends[i]).ok());
+    pointers.push_back(&sends[i]);
+  }
+  ASSERT_TRUE(WaitAll(transports[1].get(), pointers, 5000).ok());  // in rank 0's socket, unread
+  uint64_t in = 0;
+  TransferRequest recv;
+  recv.buffer = &in;
+  recv.bytes = sizeof(in);
+  ASSERT_TRUE(transports[0]->endpoint(2)->PostRecv(&recv).ok());  // waits for rank 2 only
+  CloseNotice notice;
+  notice.origin = 1;
+  notice.reason = 11;
+  transports[1]->ShutdownWithNotice(notice);
+  Status status = WaitAll(transports[0].get(), {&recv}, 5000);
+  EXPECT_EQ(status.code(), chorusRemoteError) << status.message();
+  CloseNotice received;
+  ASSERT_TRUE(transports[0]->ReceivedNotice(&received));
+  EXPECT_EQ(received.origin, 1);
+  EXPECT_EQ(received.reason, 11u);
+}
+
 TEST(TcpTransportTest, NoticeIsReadInPlaceOfAHeader) {
   auto transports = ConnectedMesh(2, 1);
   ASSERT_EQ(transports.size(), 2u);

@@ -66,14 +66,25 @@ bool TcpLane::FindNotice(WireHeader* notice) {
   }
   // The messages the peer sent before its notice are readable too: look
   // past them without consuming anything (each MSG_PEEK starts at the front
-  // of the queue). Cold path: after a failure or a hang-up.
-  std::vector<char> view;
+  // of the queue). The bytes skipped land, one slice after another, in one
+  // small scratch buffer, so that looking allocates nothing (a peer that
+  // ends first hangs up during our warm calls). Cold path otherwise.
+  constexpr size_t kScratchBytes = 64 << 10;
+  static_assert(kMaxNoticeLookahead / kScratchBytes + 2 <= 1024, "within IOV_MAX");
+  char scratch[kScratchBytes];
+  iovec slices[kMaxNoticeLookahead / kScratchBytes + 2];
   while (skip + kHeader <= kMaxNoticeLookahead) {
-    view.resize(skip + kHeader);
-    const ssize_t got = ::recv(fd(), view.data(), view.size(), MSG_PEEK | MSG_DONTWAIT);
-    if (got != static_cast<ssize_t>(view.size())) return false;
     WireHeader next;
-    std::memcpy(&next, view.data() + skip, kHeader);
+    size_t count = 0;
+    for (size_t done = 0; done < skip; done += kScratchBytes) {
+      slices[count++] = {scratch, std::min(kScratchBytes, skip - done)};
+    }
+    slices[count++] = {&next, kHeader};
+    msghdr message = {};
+    message.msg_iov = slices;
+    message.msg_iovlen = count;
+    const ssize_t got = ::recvmsg(fd(), &message, MSG_PEEK | MSG_DONTWAIT);
+    if (got != static_cast<ssize_t>(skip + kHeader)) return false;
     if (next.magic == kNoticeMagic) {
       *notice = next;
       return true;
