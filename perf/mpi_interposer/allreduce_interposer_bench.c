@@ -15,7 +15,12 @@
  *
  * Flags: -b min -e max (K/M/G suffixes), -f factor, -r repeats (odd is
  * best for a median), -n iterations for the smallest size (fewer for large
- * sizes: about 64 MiB moved per loop, at least 3). */
+ * sizes: about 64 MiB moved per loop, at least 3).
+ *
+ * -F measures instead what the interposer adds to a call it passes to Open
+ * MPI: an 8-byte MPI_Allreduce on MPI_COMM_SELF (which Chorus never serves)
+ * against PMPI_Allreduce on it, -n calls per loop (default 200000), loops
+ * alternating, median per call over -r repeats, on every rank at once. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -47,6 +52,46 @@ static double TimeLoop(AllreduceFn fn, const float* send, float* recv, int count
   return slowest;
 }
 
+/* Nanoseconds per call of `iters` 8-byte allreduces on MPI_COMM_SELF. */
+static double TimeSelfLoop(AllreduceFn fn, int iters) {
+  double in = 1.0, out = 0.0;
+  const double start = PMPI_Wtime();
+  for (int i = 0; i < iters; ++i) fn(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_SELF);
+  return (PMPI_Wtime() - start) * 1e9 / iters;
+}
+
+/* The -F mode: the interposer's cost on a call that falls back. */
+static int MeasureFallbackOverhead(int rank, int repeats, int iters, int interposed) {
+  double* through = malloc((size_t)repeats * sizeof(double));
+  double* direct = malloc((size_t)repeats * sizeof(double));
+  double* added = malloc((size_t)repeats * sizeof(double));
+  if (!through || !direct || !added) PMPI_Abort(MPI_COMM_WORLD, 1);
+  TimeSelfLoop(MPI_Allreduce, iters / 10 + 1);  /* warm-up */
+  TimeSelfLoop(PMPI_Allreduce, iters / 10 + 1);
+  for (int r = 0; r < repeats; ++r) {
+    if (r % 2 == 0) {
+      through[r] = TimeSelfLoop(MPI_Allreduce, iters);
+      direct[r] = TimeSelfLoop(PMPI_Allreduce, iters);
+    } else {
+      direct[r] = TimeSelfLoop(PMPI_Allreduce, iters);
+      through[r] = TimeSelfLoop(MPI_Allreduce, iters);
+    }
+    added[r] = through[r] - direct[r];
+  }
+  if (rank == 0) {
+    printf("# fall-back overhead: 8-byte MPI_Allreduce on MPI_COMM_SELF, %d calls x %d repeats; %s\n", iters,
+           repeats, interposed ? "through libchorus_mpi.so" : "NOT INTERPOSED (both direct)");
+    printf("# %14s %14s %14s\n", "direct_ns", "interposed_ns", "added_ns");
+    const double d = Median(direct, repeats), t = Median(through, repeats), a = Median(added, repeats);
+    printf("  %14.1f %14.1f %14.1f\n", d, t, a);
+  }
+  free(through);
+  free(direct);
+  free(added);
+  MPI_Finalize();
+  return 0;
+}
+
 static long Wrong(const float* recv, int count, int nranks) {
   long wrong = 0;
   for (int i = 0; i < count; ++i) {
@@ -57,16 +102,17 @@ static long Wrong(const float* recv, int count, int nranks) {
 
 int main(int argc, char** argv) {
   size_t min_bytes = 8, max_bytes = 64 << 20, factor = 4;
-  int repeats = 5, base_iters = 1000, opt = 0;
-  while ((opt = getopt(argc, argv, "b:e:f:r:n:")) != -1) {
+  int repeats = 5, base_iters = 1000, opt = 0, fallback = 0, iters_given = 0;
+  while ((opt = getopt(argc, argv, "b:e:f:r:n:F")) != -1) {
     switch (opt) {
       case 'b': if (!ParseBenchSize(optarg, &min_bytes)) return 2; break;
       case 'e': if (!ParseBenchSize(optarg, &max_bytes)) return 2; break;
       case 'f': if (!ParseBenchSize(optarg, &factor) || factor < 2) return 2; break;
       case 'r': repeats = atoi(optarg); break;
-      case 'n': base_iters = atoi(optarg); break;
+      case 'n': base_iters = atoi(optarg); iters_given = 1; break;
+      case 'F': fallback = 1; break;
       default:
-        fprintf(stderr, "usage: %s [-b min] [-e max] [-f factor] [-r repeats] [-n iters]\n", argv[0]);
+        fprintf(stderr, "usage: %s [-b min] [-e max] [-f factor] [-r repeats] [-n iters] [-F]\n", argv[0]);
         return 2;
     }
   }
@@ -79,6 +125,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   /* In libmpi MPI_Allreduce is an alias of PMPI_Allreduce; the interposer's is not. */
   const int interposed = dlsym(RTLD_DEFAULT, "MPI_Allreduce") != dlsym(RTLD_DEFAULT, "PMPI_Allreduce");
+  if (fallback) return MeasureFallbackOverhead(rank, repeats, iters_given ? base_iters : 200000, interposed);
   const size_t max_count = max_bytes / sizeof(float);
   float* send = malloc(max_count * sizeof(float));
   float* recv = malloc(max_count * sizeof(float));
