@@ -1,5 +1,6 @@
 #include "tests/api/harness.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -218,6 +220,30 @@ std::string Describe(const ChildOutcome& outcome) {
   if (outcome.killed_at_deadline) return text + "still running at the deadline, killed";
   if (outcome.exited) return text + "exit code " + std::to_string(outcome.exit_code);
   return text + "killed by signal " + std::to_string(outcome.signal);
+}
+
+std::set<std::string> SharedMemorySegments() {
+  std::set<std::string> names;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* entry = readdir(dir)) {
+      if (std::string(entry->d_name).rfind("chorus-shm-", 0) == 0) names.insert(entry->d_name);
+    }
+    closedir(dir);
+  }
+  return names;
+}
+
+bool MappedByAnyone(const std::string& name) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return true;
+  bool mapped = false;
+  while (dirent* entry = readdir(proc)) {
+    if (mapped || entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::ifstream maps(std::string("/proc/") + entry->d_name + "/maps");
+    for (std::string line; !mapped && std::getline(maps, line);) mapped = line.find(name) != std::string::npos;
+  }
+  closedir(proc);
+  return mapped;
 }
 
 }  // namespace chorus_test

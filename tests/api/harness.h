@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,5 +95,12 @@ std::vector<ChildOutcome> ForkRanks(int nranks, const std::function<int(int rank
 
 
 std::string Describe(const ChildOutcome& outcome);
+
+// Names of the chorus-shm-* files in /dev/shm (without the '/').
+std::set<std::string> SharedMemorySegments();
+// True when some live process maps /dev/shm/<name> (its creator, until the
+// peers have mapped and unlinked it); true when /proc cannot be read, so a
+// test never blames a segment it cannot judge.
+bool MappedByAnyone(const std::string& name);
 
 }  // namespace chorus_test

@@ -6,7 +6,6 @@
 // error. A shrink of a healthy communicator keeps every rank.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,7 +14,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -152,32 +150,6 @@ int SurvivorBody(const chorusUniqueId& id, const Scenario& scenario, int rank) {
   const int checked = CheckNewComm(shrunk, rank, &new_rank, &new_size);
   if (chorusCommDestroy(shrunk) != chorusSuccess && checked == 0) return kBadNewComm;
   return checked != 0 ? checked : kJoined + 10 * new_size + new_rank;
-}
-
-std::set<std::string> SharedMemorySegments() {
-  std::set<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) {
-      if (std::string(entry->d_name).rfind("chorus-shm-", 0) == 0) names.insert(entry->d_name);
-    }
-    closedir(dir);
-  }
-  return names;
-}
-
-// True when some live process maps /dev/shm/<name> (its creator, until the
-// peers have mapped and unlinked it).
-bool MappedByAnyone(const std::string& name) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return true;  // cannot tell: do not blame the test
-  bool mapped = false;
-  while (dirent* entry = readdir(proc)) {
-    if (mapped || entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream maps(std::string("/proc/") + entry->d_name + "/maps");
-    for (std::string line; !mapped && std::getline(maps, line);) mapped = line.find(name) != std::string::npos;
-  }
-  closedir(proc);
-  return mapped;
 }
 
 // Segments created during the test that nobody maps a while after it: their

@@ -17,7 +17,6 @@
 // the runs; perf/chaos/chaos.sh runs many more and prints the same counts.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -30,7 +29,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -301,30 +299,6 @@ int RankBody(const Trial& trial, const chorusUniqueId& id, int rank, double* fai
   return checked;
 }
 
-std::set<std::string> Segments() {
-  std::set<std::string> names;
-  if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* entry = readdir(dir)) {
-      if (std::string(entry->d_name).rfind("chorus-shm-", 0) == 0) names.insert(entry->d_name);
-    }
-    closedir(dir);
-  }
-  return names;
-}
-
-bool MappedByAnyone(const std::string& name) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return true;
-  bool mapped = false;
-  while (dirent* entry = readdir(proc)) {
-    if (mapped || entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream maps(std::string("/proc/") + entry->d_name + "/maps");
-    for (std::string line; !mapped && std::getline(maps, line);) mapped = line.find(name) != std::string::npos;
-  }
-  closedir(proc);
-  return mapped;
-}
-
 struct Outcome {
   std::vector<int> exits;  // per rank; -1: the victim (struck or not)
   bool hang = false;
@@ -372,7 +346,7 @@ Outcome RunTrial(const Trial& trial) {
   std::unique_ptr<SmallDevShm> small_shm;
   if (trial.small_shm) small_shm = std::make_unique<SmallDevShm>();
   outcome.small_shm = small_shm != nullptr && small_shm->ok();
-  const std::set<std::string> before = Segments();
+  const std::set<std::string> before = SharedMemorySegments();
   std::fflush(nullptr);
   const size_t shared_bytes = sizeof(double) * static_cast<size_t>(trial.nranks);
   void* shared = mmap(nullptr, shared_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -432,7 +406,7 @@ Outcome RunTrial(const Trial& trial) {
   }
   munmap(shared, shared_bytes);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  for (const std::string& name : Segments()) {
+  for (const std::string& name : SharedMemorySegments()) {
     if (before.count(name) != 0 || MappedByAnyone(name)) continue;
     (victim_stopped ? outcome.left_by_stopped : outcome.leaked).push_back(name);
     // A stopped rank's leftovers would wait for the host-wide sweep: remove
