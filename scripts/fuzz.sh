@@ -13,7 +13,8 @@
 #              repository; tests/fuzz/corpus/<target> is only read
 # --gtest      report each target as a GoogleTest case (./test.sh counts it)
 # targets      a subset of: unique_id rendezvous shrink tcp_wire shm
-#              acceptor algo_spec tune_file size ifname (default: all)
+#              acceptor algo_spec tune_file size ifname call_check
+#              (default: all)
 #
 # Prints per target the inputs run, the coverage (edges) and the findings
 # (crash-*, leak-*, timeout-*, oom-* files in the work directory, each a
@@ -23,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS=(unique_id rendezvous shrink tcp_wire acceptor shm algo_spec tune_file size ifname)
+ALL_TARGETS=(unique_id rendezvous shrink tcp_wire acceptor shm algo_spec tune_file size ifname call_check)
 seconds=60
 runs=0
 jobs=1

@@ -176,6 +176,33 @@ def main():
                        ("no_match", "wlan")):
         write("ifname", name, text.encode())
 
+    # call_check: peers' lies (XORed onto our summaries, then onto our call
+    # entries), then ranks, our rank, the calls (collective, type, op, count,
+    # root, avg, premulsum) and whether a send joins the launch.
+    def calls(nranks, rank, ops, send=False):
+        tail = Tail().integral(nranks, 2, 9).integral(rank, 0, nranks - 1).integral(len(ops), 1, 4)
+        for coll, dtype, op, count, root, avg in ops:
+            tail.integral(coll, 0, 7).integral(dtype, 0, 9).integral(op, 0, 3).integral(count, 0, 2**32 - 1)
+            tail.integral(root, 0, nranks - 1).boolean(avg)
+            if not avg:
+                tail.boolean(False)
+        tail.boolean(send)
+        if send:
+            tail.integral(0, 0, len(ops))
+        return tail.bytes()
+
+    def lie(at, value, size=64):
+        return bytes(at) + bytes([value]) + bytes(size - at - 1)
+
+    one = [(0, 7, 0, 1024, 0, False)]
+    group = [(0, 7, 0, 1024, 0, False), (1, 1, 0, 8, 1, False), (4, 9, 2, 64, 0, True)]
+    write("call_check", "agree", calls(2, 0, one))
+    write("call_check", "count_differs", lie(32, 1) + calls(2, 1, one))
+    write("call_check", "bad_magic", lie(0, 0xFF) + calls(3, 2, one))
+    write("call_check", "group_agree", calls(4, 1, group, send=True))
+    write("call_check", "group_second_differs", lie(16, 1) + lie(17, 2, 48) + calls(2, 0, group))
+    write("call_check", "group_shorter", lie(4, 3) + lie(32, 0xFE, 48) + calls(2, 0, group))
+
 
 if __name__ == "__main__":
     main()
