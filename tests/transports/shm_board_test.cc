@@ -148,7 +148,9 @@ class ProcessBoard {
       pids_[rank] = pid;
     }
     std::vector<std::string> results(nranks);
-    const Clock::time_point give_up = Clock::now() + std::chrono::milliseconds(2 * kTestTimeoutMs);
+    // Each wait inside has its own deadline; this only backs them up, with
+    // room for thousands of rounds on a loaded host under a sanitizer.
+    const Clock::time_point give_up = Clock::now() + std::chrono::milliseconds(6 * kTestTimeoutMs);
     for (int rank = 0; rank < nranks; ++rank) {
       int status = 0;
       while (::waitpid(pids_[rank], &status, WNOHANG) == 0) {

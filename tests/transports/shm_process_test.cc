@@ -78,8 +78,10 @@ class ProcessRanks {
   }
 
   // Reaps `rank` (bounded) and returns its exit code, or -1 (killed/timeout).
+  // Every wait of a rank has its own deadline; this bound only backs them up,
+  // with room for a whole exchange on a loaded host under a sanitizer.
   int Reap(int rank) {
-    const Deadline deadline = Deadline::AfterMs(kTestTimeoutMs);
+    const Deadline deadline = Deadline::AfterMs(6 * kTestTimeoutMs);
     while (!deadline.Expired()) {
       int status = 0;
       if (::waitpid(pids_[rank], &status, WNOHANG) == pids_[rank]) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "transports/shm/shm_futex.h"
+#include "transports/shm/shm_tsan.h"
 
 namespace chorus {
 namespace shm {
@@ -45,12 +46,14 @@ void ShmOutbound::Push(TransferRequest* request) {
 bool ShmOutbound::Reserve(size_t bytes) {
   if (ring_bytes_ - (head_ - cached_tail_) >= bytes) return true;
   cached_tail_ = control_->tail.load(std::memory_order_acquire);
+  TsanAcquireShared(control_, &control_->tail);
   return ring_bytes_ - (head_ - cached_tail_) >= bytes;
 }
 
 void ShmOutbound::Pump(bool* progressed) {
   if (!awaiting_pull_.empty()) {
     cached_tail_ = control_->tail.load(std::memory_order_acquire);
+    TsanAcquireShared(control_, &control_->tail);
     while (!awaiting_pull_.empty() && cached_tail_ >= awaiting_pull_.front()->progress) {
       awaiting_pull_.Pop()->done = true;
       *progressed = true;
@@ -96,6 +99,7 @@ void ShmOutbound::Pump(bool* progressed) {
       *progressed = true;
     }
     // Published record by record, so the receiver starts copying early.
+    TsanReleaseShared(control_, &control_->head);
     control_->head.store(head_, std::memory_order_release);
     published = true;
   }
@@ -144,6 +148,7 @@ Status ShmInbound::Pull(uint64_t source_address, TransferRequest* request) {
   } else {
     status = Copy(source_address, request);
   }
+  TsanReleaseShared(control_, &control_->pulling);
   control_->pulling.store(0, std::memory_order_release);
   return status;
 }
@@ -260,6 +265,7 @@ Status ShmInbound::Pump(bool* progressed) {
     if (tail_ == cached_head_) {
       cached_head_ = control_->head.load(std::memory_order_acquire);
       if (tail_ == cached_head_) break;
+      TsanAcquireShared(control_, &control_->head);
     }
     const uint64_t available = cached_head_ - tail_;
     if (available > ring_bytes_ || available % kCacheLine != 0) {
@@ -274,6 +280,7 @@ Status ShmInbound::Pump(bool* progressed) {
     status = ConsumeRecord(record, position, available, &record_bytes);
     if (!status.ok()) break;
     tail_ += record_bytes;
+    TsanReleaseShared(control_, &control_->tail);
     control_->tail.store(tail_, std::memory_order_release);
     consumed = true;
     *progressed = true;

@@ -10,6 +10,7 @@
 #include "base/spin_wait.h"
 #include "transports/host_identity.h"
 #include "transports/shm/shm_futex.h"
+#include "transports/shm/shm_tsan.h"
 #include "transports/shm/shm_names.h"
 #include "transports/shm/shm_peer.h"
 #include "transports/socket/socket.h"
@@ -295,6 +296,7 @@ void ShmTransport::Shutdown() {
     const Clock::time_point give_up = start + (peer->pid == ::getpid() ? kSameProcessPullDrainLimit : kPullDrainLimit);
     const shm::RingControl* ring = shm::RingControlOf(peer->segment->data(), peer->ring_bytes, options_.rank);
     while (ring->pulling.load(std::memory_order_seq_cst) != 0 && Clock::now() < give_up) ::sched_yield();
+    shm::TsanAcquireShared(ring, &ring->pulling);
   }
 }
 
