@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# Runs a command on a soft-RoCE (rxe) verbs device, on hosts whose kernel has
+# no RDMA support: Debian's stock kernel boots under qemu (software emulation),
+# loads ib_core/ib_uverbs/rdma_rxe, puts rxe0 on a dummy net device, and runs
+# the command on the host's own root filesystem (shared read-only over 9p), in
+# the caller's directory, with the caller's relevant environment.
+#
+#   scripts/rdma-vm.sh [options] -- CMD ARGS...   run CMD in the guest
+#   scripts/rdma-vm.sh [options]                  self-check: ibv_devinfo,
+#                                                 ibv_rc_pingpong, ib_write_bw
+# Options:
+#   --timeout S   kill the guest after S seconds (default 600); exits 124
+#   --memory M    guest memory (qemu -m, default 2G)
+#   --cpus N      guest vCPUs (default 2)
+#   --out DIR     share host DIR writable at the same path (the rest of the
+#                 host is read-only in the guest)
+#   --env NAME    also pass variable NAME (repeatable)
+#   --prepare     only install packages and build the cached kernel/initramfs
+#   --verbose     show the guest's boot messages
+#
+# Exit status: CMD's; 124 when CMD ran past --timeout; 125 when the guest could
+# not be prepared, booted or given its rxe device.
+# The kernel and initramfs are cached in $CHORUS_RDMA_VM_DIR (default
+# build-rdma-vm/ in the repository), so later runs only boot (about 30 s).
+set -euo pipefail
+
+readonly RDMA_VM_NETDEV=dummy0
+readonly RDMA_VM_ADDR=10.77.0.1
+readonly RDMA_VM_DEVICE=rxe0
+readonly INFRA_FAILURE=125
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache_dir=${CHORUS_RDMA_VM_DIR:-$repo_root/build-rdma-vm}
+timeout_s=600
+memory=2G
+cpus=2
+out_dir=
+extra_env=()
+prepare_only=0
+verbose=0
+
+die() {
+  echo "rdma-vm: $*" >&2
+  exit "$INFRA_FAILURE"
+}
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
+    --memory) memory=${2:?--memory needs a size}; shift 2 ;;
+    --cpus) cpus=${2:?--cpus needs a count}; shift 2 ;;
+    --out) out_dir=${2:?--out needs a directory}; shift 2 ;;
+    --env) extra_env+=("${2:?--env needs a name}"); shift 2 ;;
+    --prepare) prepare_only=1; shift ;;
+    --verbose) verbose=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) usage >&2; die "unknown option '$1' (the command goes after --)" ;;
+  esac
+done
+case $timeout_s in ''|*[!0-9]*) die "--timeout wants whole seconds, got '$timeout_s'" ;; esac
+case $cpus in ''|*[!0-9]*) die "--cpus wants a count, got '$cpus'" ;; esac
+if [ -n "$out_dir" ]; then
+  [ -d "$out_dir" ] || die "--out $out_dir: not a directory"
+  out_dir=$(cd "$out_dir" && pwd -P)
+fi
+for name in "${extra_env[@]}"; do
+  [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "--env '$name' is not a variable name"
+done
+
+# ---------------------------------------------------------------- packages
+
+RDMA_VM_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils ibverbs-providers perftest libibverbs-dev iproute2 coreutils)
+
+chorus_package_installed() {
+  dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  else
+    command -v sudo >/dev/null || die "need root (or sudo) for: $*"
+    sudo "$@"
+  fi
+}
+
+apt_updated=0
+apt_update_once() {
+  if [ "$apt_updated" -eq 0 ]; then
+    as_root apt-get -o DPkg::Lock::Timeout=600 update >&2 || die "apt-get update failed"
+    apt_updated=1
+  fi
+}
+
+install_missing_packages() {
+  local missing=() package
+  for package in "${RDMA_VM_PACKAGES[@]}"; do
+    chorus_package_installed "$package" || missing+=("$package")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "rdma-vm: installing missing packages: ${missing[*]}" >&2
+  apt_update_once
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+    install -y --no-install-recommends "${missing[@]}" >&2 || die "could not install ${missing[*]}"
+}
+
+# ------------------------------------------------------- kernel + initramfs
+
+# Modules the guest loads, in this order, with what they depend on: virtio
+# and 9p to reach the host's files, dummy for the net device, and the RDMA
+# stack (crc32_generic provides the "crc32" hash rxe computes its ICRC with).
+GUEST_MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic ib_uverbs rdma_ucm rdma_rxe)
+
+kernel_package() {
+  local package
+  package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+  if [ -z "$package" ]; then
+    apt_update_once
+    package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+  fi
+  [ -n "$package" ] || die "apt knows no linux-image-amd64 (is this Debian?)"
+  echo "$package"
+}
+
+write_guest_init() {
+  sed "s/@ADDR@/$RDMA_VM_ADDR/g; s/@NETDEV@/$RDMA_VM_NETDEV/g; s/@DEVICE@/$RDMA_VM_DEVICE/g" <<'INIT'
+#!/bin/sh
+# PID 1 of the guest: mounts the host's root read-only, brings up rxe0, runs
+# the job the host left in the "job" share, prints "rdma-vm: exit N", powers off.
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+echo 1 >/proc/sys/kernel/printk
+stty -onlcr 2>/dev/null
+
+finish() {
+  echo "rdma-vm: exit $1"
+  sync
+  poweroff -f
+  sleep 10
+}
+setup_failed() {
+  echo "rdma-vm: guest set-up failed: $*"
+  finish 125
+}
+
+while read -r module args; do
+  insmod "/modules/$module" $args || setup_failed "insmod $module"
+done </modules/order
+
+root=/newroot
+mkdir -p $root
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot $root ||
+  setup_failed "cannot mount the host's root over 9p"
+mount --move /dev $root/dev
+mount --move /proc $root/proc
+mount --move /sys $root/sys
+mkdir -p $root/dev/shm
+mount -t tmpfs -o mode=1777 tmpfs $root/dev/shm
+mount -t tmpfs -o mode=1777 tmpfs $root/tmp
+mount -t tmpfs -o mode=755 tmpfs $root/run
+mkdir -p $root/run/rdma-vm
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 job $root/run/rdma-vm ||
+  setup_failed "cannot mount the job share"
+if [ -f $root/run/rdma-vm/out_dir ]; then
+  out_dir=$(cat $root/run/rdma-vm/out_dir)
+  mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "$root$out_dir" ||
+    setup_failed "cannot mount --out $out_dir"
+fi
+
+ip link set lo up
+ip addr add @ADDR@/24 dev @NETDEV@ || setup_failed "no @NETDEV@"
+ip link set @NETDEV@ up
+chroot $root rdma link add @DEVICE@ type rxe netdev @NETDEV@ || setup_failed "rdma link add @DEVICE@ failed"
+tries=0
+until grep -q ACTIVE $root/sys/class/infiniband/@DEVICE@/ports/1/state 2>/dev/null; do
+  tries=$((tries + 1))
+  if [ $tries -gt 100 ]; then
+    ip link show @NETDEV@
+    setup_failed "@DEVICE@ port never became ACTIVE ($(cat $root/sys/class/infiniband/@DEVICE@/ports/1/state 2>&1))"
+  fi
+  usleep 100000
+done
+
+echo "rdma-vm: running"
+chroot $root /bin/bash /run/rdma-vm/job.sh </dev/null
+status=$?
+echo $status >$root/run/rdma-vm/status
+finish $status
+INIT
+}
+
+build_guest() {
+  local work package version tree initramfs module stamp
+  package=$(kernel_package)
+  # The cache is valid for this kernel package, module list and guest init.
+  stamp=$({ write_guest_init; echo "$package ${GUEST_MODULES[*]}"; } | sha256sum | cut -c1-16)
+  if [ -f "$cache_dir/stamp" ] && [ "$(cat "$cache_dir/stamp")" = "$stamp" ] &&
+     [ -f "$cache_dir/vmlinuz" ] && [ -f "$cache_dir/initramfs.cpio.gz" ]; then
+    return 0
+  fi
+  echo "rdma-vm: building the guest ($package) in $cache_dir" >&2
+  mkdir -p "$cache_dir"
+  work=$(mktemp -d "$cache_dir/work.XXXXXX")
+  # shellcheck disable=SC2064  # expand now: work is local
+  trap "rm -rf '$work'" EXIT
+  (cd "$work" && apt-get download "$package" >&2 2>&1) || die "apt-get download $package failed"
+  dpkg-deb -x "$work"/"$package"_*.deb "$work/kernel" || die "cannot unpack $package"
+  version=${package#linux-image-}
+  tree=$work/kernel
+  depmod -b "$tree" "$version" || die "depmod on the unpacked $package failed"
+
+  initramfs=$work/initramfs
+  mkdir -p "$initramfs"/{bin,dev,proc,sys,modules,newroot}
+  cp /bin/busybox "$initramfs/bin/busybox"
+  for applet in sh mount umount insmod mkdir cat grep ip chroot usleep sleep poweroff sync stty; do
+    ln -s busybox "$initramfs/bin/$applet"
+  done
+  # modprobe resolves the dependencies; the guest then needs only insmod.
+  : >"$initramfs/modules/order"
+  for module in "${GUEST_MODULES[@]}"; do
+    modprobe -d "$tree" -S "$version" --show-depends "$module" ||
+      die "module $module not found in $package"
+  done | awk '$1 == "insmod" && !seen[$2]++' | while read -r _ path args; do
+    cp "$path" "$initramfs/modules/"
+    # one dummy device (dummy0) for rxe to sit on
+    case $(basename "$path") in dummy.ko) args="numdummies=1" ;; esac
+    echo "$(basename "$path") $args" >>"$initramfs/modules/order"
+  done
+  write_guest_init >"$initramfs/init"
+  chmod 755 "$initramfs/init"
+  (cd "$initramfs" && find . | cpio -o -H newc --quiet | gzip -1) >"$cache_dir/initramfs.cpio.gz.new"
+  cp "$tree/boot/vmlinuz-$version" "$cache_dir/vmlinuz"
+  mv "$cache_dir/initramfs.cpio.gz.new" "$cache_dir/initramfs.cpio.gz"
+  echo "$stamp" >"$cache_dir/stamp"
+  rm -rf "$work"
+  trap - EXIT
+}
+
+[ "$(uname -m)" = x86_64 ] || die "needs an x86_64 host (got $(uname -m))"
+install_missing_packages
+build_guest
+[ "$prepare_only" -eq 1 ] && exit 0
+
+# -------------------------------------------------------------------- job
+
+self_check() {
+  # What the default run does: the device, a pingpong and a 1 MiB bandwidth,
+  # each with server and client in the guest over rxe0.
+  cat <<'CHECK'
+set -u
+gid=$(for g in /sys/class/infiniband/$RDMA_VM_DEVICE/ports/1/gids/*; do
+  i=${g##*/}
+  if grep -q '0000:0000:0000:0000:0000:ffff' "$g" 2>/dev/null &&
+     grep -q 'RoCE v2' "/sys/class/infiniband/$RDMA_VM_DEVICE/ports/1/gid_attrs/types/$i" 2>/dev/null; then
+    echo "$i"; break
+  fi
+done)
+echo "== ibv_devinfo (GID index of $RDMA_VM_ADDR, RoCE v2: ${gid:-none})"
+ibv_devinfo -v -d "$RDMA_VM_DEVICE" | grep -E 'hca_id|transport|fw_ver|node_guid|max_qp:|max_mr_size|state|active_mtu|link_layer|GID\[' || exit 1
+[ -n "$gid" ] || { echo "no RoCE v2 GID for $RDMA_VM_ADDR"; exit 1; }
+status=0
+echo "== ibv_rc_pingpong"
+ibv_rc_pingpong -d "$RDMA_VM_DEVICE" -g "$gid" -n 1000 >/tmp/pp-server.txt 2>&1 &
+server=$!
+sleep 1
+timeout 120 ibv_rc_pingpong -d "$RDMA_VM_DEVICE" -g "$gid" -n 1000 127.0.0.1 || status=1
+wait "$server" || status=1
+cat /tmp/pp-server.txt
+echo "== ib_write_bw -s 1048576"
+ib_write_bw -d "$RDMA_VM_DEVICE" -x "$gid" -s 1048576 -n 200 -F >/tmp/bw-server.txt 2>&1 &
+server=$!
+sleep 1
+timeout 300 ib_write_bw -d "$RDMA_VM_DEVICE" -x "$gid" -s 1048576 -n 200 -F 127.0.0.1 >/tmp/bw-client.txt 2>&1 || status=1
+wait "$server" || status=1
+cat /tmp/bw-client.txt
+# perftest's MB/sec is 2^20 bytes per second
+awk '$1 == 1048576 { printf "ib_write_bw 1 MiB: BW average %s MB/s = %.2f Gb/s\n", $4, $4 * 1048576 * 8 / 1e9 }' /tmp/bw-client.txt
+[ "$status" -eq 0 ] && echo "rdma-vm: self-check passed" || echo "rdma-vm: self-check FAILED"
+exit "$status"
+CHECK
+}
+
+passed_variable() {
+  case $1 in
+    PATH|LD_LIBRARY_PATH|PYTHONPATH|LD_PRELOAD|LANG|LC_ALL|TZ|OMP_NUM_THREADS) return 0 ;;
+    CHORUS_*|UCX_*|GTEST_*|OMPI_*|PMIX_*|ASAN_*|UBSAN_*|LSAN_*|TSAN_*) return 0 ;;
+  esac
+  local name
+  for name in "${extra_env[@]}"; do
+    [ "$name" = "$1" ] && return 0
+  done
+  return 1
+}
+
+write_job() {
+  local job=$1 name
+  shift
+  {
+    echo "# written by scripts/rdma-vm.sh"
+    while IFS= read -r name; do
+      # the guest has its own /run and a tmpfs /tmp; HOME is read-only there
+      case $name in CHORUS_RDMA_VM_DIR) continue ;; esac
+      passed_variable "$name" && printf 'export %s=%q\n' "$name" "${!name}"
+    done < <(compgen -e)
+    printf 'export HOME=/tmp RDMA_VM_DEVICE=%q RDMA_VM_NETDEV=%q RDMA_VM_ADDR=%q\n' \
+      "$RDMA_VM_DEVICE" "$RDMA_VM_NETDEV" "$RDMA_VM_ADDR"
+    [ -n "$out_dir" ] && printf 'export RDMA_VM_OUT=%q\n' "$out_dir"
+    echo "ulimit -l unlimited"
+    printf 'cd %q || exit 125\n' "$(pwd -P)"
+    if [ $# -eq 0 ]; then
+      self_check
+    else
+      printf 'exec'
+      printf ' %q' "$@"
+      printf '\n'
+    fi
+  } >"$job/job.sh"
+  [ -n "$out_dir" ] && echo "$out_dir" >"$job/out_dir"
+  return 0
+}
+
+job=$(mktemp -d "${TMPDIR:-/tmp}/rdma-vm.XXXXXX")
+trap 'rm -rf "$job"' EXIT
+write_job "$job" "$@"
+
+qemu=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg -cpu max
+  -smp "$cpus" -m "$memory" -no-reboot -display none -vga none
+  -kernel "$cache_dir/vmlinuz" -initrd "$cache_dir/initramfs.cpio.gz"
+  -append "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init"
+  -chardev stdio,id=console,signal=off -serial chardev:console
+  -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
+  -virtfs "local,path=$job,mount_tag=job,security_model=none")
+[ -n "$out_dir" ] && qemu+=(-virtfs "local,path=$out_dir,mount_tag=out,security_model=none")
+
+# The console carries the boot, the marker lines and CMD's output; show CMD's
+# output as it comes and keep the markers for the exit status.
+set +e
+timeout -s KILL "$timeout_s" "${qemu[@]}" </dev/null 2>"$job/qemu.err" |
+  awk -v verbose="$verbose" -v logfile="$job/console" '
+    { sub(/\r$/, "") }
+    /^rdma-vm: running$/ { running = 1; print > logfile; fflush(logfile); next }
+    /^rdma-vm: exit [0-9]+$/ { running = 0; print > logfile; fflush(logfile); next }
+    /^rdma-vm: guest set-up failed/ { print > logfile; fflush(logfile); print; fflush(); next }
+    running || verbose { print; fflush() }'
+qemu_status=${PIPESTATUS[0]}
+set -e
+
+if grep -q '^rdma-vm: exit ' "$job/console" 2>/dev/null; then
+  exit "$(sed -n 's/^rdma-vm: exit //p' "$job/console" | tail -1)"
+fi
+if [ -f "$job/status" ]; then
+  exit "$(cat "$job/status")"
+fi
+if [ "$qemu_status" -eq 137 ] || [ "$qemu_status" -eq 124 ]; then
+  if grep -q '^rdma-vm: running$' "$job/console" 2>/dev/null; then
+    echo "rdma-vm: timed out: the command ran past --timeout $timeout_s s; the guest was killed" >&2
+    exit 124
+  fi
+  die "timed out: the guest did not finish booting within --timeout $timeout_s s"
+fi
+cat "$job/qemu.err" >&2
+die "the guest stopped without an exit status (qemu exited with $qemu_status)"
