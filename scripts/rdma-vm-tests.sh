@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Test-suite hook: runs the given test binaries on a soft-RoCE device, one
+# after the other in a single boot of the scripts/rdma-vm.sh guest.
+#
+#   scripts/rdma-vm-tests.sh TEST_BINARY...
+#
+# Where the guest cannot be had (CHORUS_RDMA_VM=0, not x86_64, a binary not
+# built, packages or the kernel not installable, the guest not booting) it
+# prints one line "rdma-vm: skipped (<why>)" and exits 0. Otherwise it exits 0
+# when every binary passed and 1 when one failed or the run timed out.
+# CHORUS_RDMA_VM_TIMEOUT (seconds, default 900) bounds the whole run, boot
+# included.
+set -uo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+timeout_s=${CHORUS_RDMA_VM_TIMEOUT:-900}
+
+skip() {
+  echo "rdma-vm: skipped ($*)"
+  exit 0
+}
+
+[ $# -gt 0 ] || { echo "usage: $0 TEST_BINARY..." >&2; exit 2; }
+case ${CHORUS_RDMA_VM:-1} in 0|no|off) skip "CHORUS_RDMA_VM=${CHORUS_RDMA_VM}" ;; esac
+[ "$(uname -m)" = x86_64 ] || skip "needs an x86_64 host, this is $(uname -m)"
+tests=()
+for binary in "$@"; do
+  [ -x "$binary" ] || skip "$binary is not built"
+  tests+=("$(cd "$(dirname "$binary")" && pwd -P)/$(basename "$binary")")
+done
+
+prepare_log=$(mktemp)
+trap 'rm -f "$prepare_log"' EXIT
+if ! "$script_dir/rdma-vm.sh" --prepare >"$prepare_log" 2>&1; then
+  skip "$(grep '^rdma-vm: ' "$prepare_log" | tail -1 | sed 's/^rdma-vm: //')"
+fi
+
+# In the guest: every binary runs even after a failure; any failure is 1, so
+# rdma-vm.sh's 125 (no guest) cannot be confused with a test's status.
+runner='status=0
+for test in "$@"; do
+  echo "== $test"
+  "$test" || { echo "FAILED ($?): $test"; status=1; }
+done
+exit $status'
+guest_errors=$(mktemp)
+trap 'rm -f "$prepare_log" "$guest_errors"' EXIT
+"$script_dir/rdma-vm.sh" --timeout "$timeout_s" -- bash -c "$runner" rdma-vm-tests "${tests[@]}" \
+  2> >(tee "$guest_errors" >&2)
+status=$?
+wait  # for tee
+case $status in
+  0) exit 0 ;;
+  125) skip "$(grep '^rdma-vm: ' "$guest_errors" | tail -1 | sed 's/^rdma-vm: //')" ;;
+  *) exit 1 ;;
+esac
