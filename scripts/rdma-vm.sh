@@ -16,6 +16,7 @@
 #                 host is read-only in the guest)
 #   --env NAME    also pass variable NAME (repeatable)
 #   --prepare     only install packages and build the cached kernel/initramfs
+#   --rebuild     rebuild that cache from the newest linux-image-amd64
 #   --verbose     show the guest's boot messages
 #
 # Exit status: CMD's; 124 when CMD ran past --timeout; 125 when the guest could
@@ -37,6 +38,7 @@ cpus=2
 out_dir=
 extra_env=()
 prepare_only=0
+rebuild=0
 verbose=0
 
 die() {
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
     --out) out_dir=${2:?--out needs a directory}; shift 2 ;;
     --env) extra_env+=("${2:?--env needs a name}"); shift 2 ;;
     --prepare) prepare_only=1; shift ;;
+    --rebuild) rebuild=1; shift ;;
     --verbose) verbose=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
@@ -67,6 +70,12 @@ case $cpus in ''|*[!0-9]*) die "--cpus wants a count, got '$cpus'" ;; esac
 if [ -n "$out_dir" ]; then
   [ -d "$out_dir" ] || die "--out $out_dir: not a directory"
   out_dir=$(cd "$out_dir" && pwd -P)
+fi
+if [ "$prepare_only" -eq 0 ]; then
+  case $(pwd -P)/ in
+    /tmp/*|/run/*|/dev/shm/*)
+      die "run from elsewhere than $(pwd -P): the guest has its own (empty) /tmp, /run and /dev/shm" ;;
+  esac
 fi
 for name in "${extra_env[@]}"; do
   [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "--env '$name' is not a variable name"
@@ -170,6 +179,7 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 job $root/run/rdma-vm 
   setup_failed "cannot mount the job share"
 if [ -f $root/run/rdma-vm/out_dir ]; then
   out_dir=$(cat $root/run/rdma-vm/out_dir)
+  mkdir -p "$root$out_dir" 2>/dev/null # needed only under the guest's own /tmp or /run
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "$root$out_dir" ||
     setup_failed "cannot mount --out $out_dir"
 fi
@@ -199,21 +209,29 @@ finish $status
 INIT
 }
 
+# The cache holds one kernel package's vmlinuz and an initramfs made for it
+# with this script's module list and guest init; it stays until either of
+# those changes or --rebuild asks for the newest kernel package.
+guest_stamp() {
+  { write_guest_init; echo "$1 ${GUEST_MODULES[*]}"; } | sha256sum | cut -c1-16
+}
+
+guest_is_cached() {
+  [ "$rebuild" -eq 0 ] && [ -f "$cache_dir/vmlinuz" ] && [ -f "$cache_dir/initramfs.cpio.gz" ] &&
+    [ -f "$cache_dir/kernel-package" ] && [ -f "$cache_dir/stamp" ] &&
+    [ "$(cat "$cache_dir/stamp")" = "$(guest_stamp "$(cat "$cache_dir/kernel-package")")" ]
+}
+
 build_guest() {
-  local work package version tree initramfs module stamp
+  local work package version tree initramfs module
+  guest_is_cached && return 0
   package=$(kernel_package)
-  # The cache is valid for this kernel package, module list and guest init.
-  stamp=$({ write_guest_init; echo "$package ${GUEST_MODULES[*]}"; } | sha256sum | cut -c1-16)
-  if [ -f "$cache_dir/stamp" ] && [ "$(cat "$cache_dir/stamp")" = "$stamp" ] &&
-     [ -f "$cache_dir/vmlinuz" ] && [ -f "$cache_dir/initramfs.cpio.gz" ]; then
-    return 0
-  fi
   echo "rdma-vm: building the guest ($package) in $cache_dir" >&2
   mkdir -p "$cache_dir"
   work=$(mktemp -d "$cache_dir/work.XXXXXX")
   # shellcheck disable=SC2064  # expand now: work is local
   trap "rm -rf '$work'" EXIT
-  (cd "$work" && apt-get download "$package" >&2 2>&1) || die "apt-get download $package failed"
+  (cd "$work" && apt-get -o APT::Sandbox::User=root download "$package" >&2) || die "apt-get download $package failed"
   dpkg-deb -x "$work"/"$package"_*.deb "$work/kernel" || die "cannot unpack $package"
   version=${package#linux-image-}
   tree=$work/kernel
@@ -239,9 +257,12 @@ build_guest() {
   write_guest_init >"$initramfs/init"
   chmod 755 "$initramfs/init"
   (cd "$initramfs" && find . | cpio -o -H newc --quiet | gzip -1) >"$cache_dir/initramfs.cpio.gz.new"
-  cp "$tree/boot/vmlinuz-$version" "$cache_dir/vmlinuz"
+  # runs already booting read the old files: replace, never overwrite
+  cp "$tree/boot/vmlinuz-$version" "$cache_dir/vmlinuz.new"
+  mv "$cache_dir/vmlinuz.new" "$cache_dir/vmlinuz"
   mv "$cache_dir/initramfs.cpio.gz.new" "$cache_dir/initramfs.cpio.gz"
-  echo "$stamp" >"$cache_dir/stamp"
+  echo "$package" >"$cache_dir/kernel-package"
+  guest_stamp "$package" >"$cache_dir/stamp"
   rm -rf "$work"
   trap - EXIT
 }
@@ -259,38 +280,39 @@ exec 9>&-
 
 # -------------------------------------------------------------------- job
 
+
 self_check() {
   # What the default run does: the device, a pingpong and a 1 MiB bandwidth,
   # each with server and client in the guest over rxe0.
   cat <<'CHECK'
-set -u
-gid=$(for g in /sys/class/infiniband/$RDMA_VM_DEVICE/ports/1/gids/*; do
-  i=${g##*/}
-  if grep -q '0000:0000:0000:0000:0000:ffff' "$g" 2>/dev/null &&
-     grep -q 'RoCE v2' "/sys/class/infiniband/$RDMA_VM_DEVICE/ports/1/gid_attrs/types/$i" 2>/dev/null; then
-    echo "$i"; break
-  fi
-done)
-echo "== ibv_devinfo (GID index of $RDMA_VM_ADDR, RoCE v2: ${gid:-none})"
-ibv_devinfo -v -d "$RDMA_VM_DEVICE" | grep -E 'hca_id|transport|fw_ver|node_guid|max_qp:|max_mr_size|state|active_mtu|link_layer|GID\[' || exit 1
-[ -n "$gid" ] || { echo "no RoCE v2 GID for $RDMA_VM_ADDR"; exit 1; }
 status=0
-echo "== ibv_rc_pingpong"
-ibv_rc_pingpong -d "$RDMA_VM_DEVICE" -g "$gid" -n 1000 >/tmp/pp-server.txt 2>&1 &
-server=$!
-sleep 1
-timeout 120 ibv_rc_pingpong -d "$RDMA_VM_DEVICE" -g "$gid" -n 1000 127.0.0.1 || status=1
-wait "$server" || status=1
-cat /tmp/pp-server.txt
-echo "== ib_write_bw -s 1048576"
-ib_write_bw -d "$RDMA_VM_DEVICE" -x "$gid" -s 1048576 -n 200 -F >/tmp/bw-server.txt 2>&1 &
-server=$!
-sleep 1
-timeout 300 ib_write_bw -d "$RDMA_VM_DEVICE" -x "$gid" -s 1048576 -n 200 -F 127.0.0.1 >/tmp/bw-client.txt 2>&1 || status=1
-wait "$server" || status=1
-cat /tmp/bw-client.txt
+echo "== ibv_devinfo (GID index of $RDMA_VM_ADDR, RoCE v2: ${RDMA_VM_GID_INDEX:-none})"
+ibv_devinfo -v -d "$RDMA_VM_DEVICE" | grep -E 'hca_id|transport|fw_ver|node_guid|max_qp:|max_mr_size|state|active_mtu|link_layer|GID\[' || exit 1
+[ -n "$RDMA_VM_GID_INDEX" ] || { echo "no RoCE v2 GID for $RDMA_VM_ADDR"; exit 1; }
+
+# Starts the server in the background, the client once the server listens
+# (both tools use TCP port 18515 to swap addresses), and waits for both.
+server_and_client() {
+  local log=$1 server
+  shift
+  timeout 300 "$@" >"/tmp/$log-server.txt" 2>&1 &
+  server=$!
+  for _ in $(seq 300); do
+    ss -ltn 2>/dev/null | grep -q ':18515 ' && break
+    sleep 0.1
+  done
+  timeout 300 "$@" 127.0.0.1 >"/tmp/$log-client.txt" 2>&1 || status=1
+  wait "$server" || status=1
+  cat "/tmp/$log-client.txt"
+  [ "$status" -eq 0 ] || cat "/tmp/$log-server.txt"
+}
+
+echo "== ibv_rc_pingpong -n 1000"
+server_and_client pingpong ibv_rc_pingpong -d "$RDMA_VM_DEVICE" -g "$RDMA_VM_GID_INDEX" -n 1000
+echo "== ib_write_bw -s 1048576 -n 200"
+server_and_client write_bw ib_write_bw -d "$RDMA_VM_DEVICE" -x "$RDMA_VM_GID_INDEX" -s 1048576 -n 200 -F
 # perftest's MB/sec is 2^20 bytes per second
-awk '$1 == 1048576 { printf "ib_write_bw 1 MiB: BW average %s MB/s = %.2f Gb/s\n", $4, $4 * 1048576 * 8 / 1e9 }' /tmp/bw-client.txt
+awk '$1 == 1048576 { printf "ib_write_bw 1 MiB: BW average %s MB/s = %.2f Gb/s\n", $4, $4 * 1048576 * 8 / 1e9 }' /tmp/write_bw-client.txt
 [ "$status" -eq 0 ] && echo "rdma-vm: self-check passed" || echo "rdma-vm: self-check FAILED"
 exit "$status"
 CHECK
@@ -321,6 +343,20 @@ write_job() {
     printf 'export HOME=/tmp RDMA_VM_DEVICE=%q RDMA_VM_NETDEV=%q RDMA_VM_ADDR=%q\n' \
       "$RDMA_VM_DEVICE" "$RDMA_VM_NETDEV" "$RDMA_VM_ADDR"
     [ -n "$out_dir" ] && printf 'export RDMA_VM_OUT=%q\n' "$out_dir"
+    # the index of rxe0's RoCE v2 GID that holds RDMA_VM_ADDR (::ffff:a.b.c.d)
+    cat <<'GID'
+RDMA_VM_GID_INDEX=
+for gid in /sys/class/infiniband/$RDMA_VM_DEVICE/ports/1/gids/*; do
+  index=${gid##*/}
+  if grep -q '^0000:0000:0000:0000:0000:ffff:' "$gid" 2>/dev/null &&
+     grep -q 'RoCE v2' "/sys/class/infiniband/$RDMA_VM_DEVICE/ports/1/gid_attrs/types/$index" 2>/dev/null; then
+    RDMA_VM_GID_INDEX=$index
+    break
+  fi
+done
+export RDMA_VM_GID_INDEX
+unset gid index
+GID
     echo "ulimit -l unlimited"
     printf 'cd %q || exit 125\n' "$(pwd -P)"
     if [ $# -eq 0 ]; then
@@ -337,6 +373,7 @@ write_job() {
 
 job=$(mktemp -d "${TMPDIR:-/tmp}/rdma-vm.XXXXXX")
 trap 'rm -rf "$job"' EXIT
+: >"$job/console"
 write_job "$job" "$@"
 
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg,thread=multi -cpu max
@@ -351,7 +388,7 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg,thread=multi -cp
 # The console carries the boot, the marker lines and CMD's output; show CMD's
 # output as it comes and keep the markers for the exit status.
 set +e
-timeout -s KILL "$timeout_s" "${qemu[@]}" </dev/null 2>"$job/qemu.err" |
+timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>"$job/qemu.err" |
   awk -v verbose="$verbose" -v logfile="$job/console" '
     { sub(/\r$/, ""); print > logfile; fflush(logfile) }
     /^rdma-vm: running$/ { running = 1; next }
