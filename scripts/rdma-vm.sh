@@ -362,7 +362,7 @@ write_job() {
     echo "# written by scripts/rdma-vm.sh"
     while IFS= read -r name; do
       # the guest has its own /run and a tmpfs /tmp; HOME is read-only there
-      case $name in CHORUS_RDMA_VM_DIR) continue ;; esac
+      case $name in CHORUS_RDMA_VM*) continue ;; esac  # this script's own
       passed_variable "$name" && printf 'export %s=%q\n' "$name" "${!name}"
     done < <(compgen -e)
     printf 'export HOME=/tmp RDMA_VM_DEVICE=%q RDMA_VM_NETDEV=%q RDMA_VM_ADDR=%q\n' \
