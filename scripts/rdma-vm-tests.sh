@@ -41,6 +41,7 @@ fi
 # are counted as ./test.sh counts them (a binary that fails without a gtest
 # summary counts as one failure, one that succeeds without it as no case). The last line is "N passed, M failed"; any
 # failure exits 1, so rdma-vm.sh's 125 (no guest) cannot be a test's status.
+# shellcheck disable=SC2016  # expands in the guest
 runner='passed=0
 failed=0
 for test in "$@"; do

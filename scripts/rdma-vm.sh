@@ -62,7 +62,7 @@ while [ $# -gt 0 ]; do
     --verbose) verbose=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
-    *) usage >&2; die "unknown option '$1' (the command goes after --)" ;;
+    *) die "unknown option '$1' (the command goes after --; --help lists the options)" ;;
   esac
 done
 case $timeout_s in ''|*[!0-9]*) die "--timeout wants whole seconds, got '$timeout_s'" ;; esac
@@ -402,6 +402,7 @@ trap 'rm -rf "$job"' EXIT
 : >"$job/console"
 write_job "$job" "$@"
 
+# shellcheck disable=SC2054  # commas separate qemu sub-options
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg,thread=multi -cpu max
   -smp "$cpus" -m "$memory" -no-reboot -display none -vga none
   -kernel "$cache_dir/kernel" -initrd "$cache_dir/initramfs.cpio.gz"
