@@ -149,6 +149,9 @@ echo 1 >/proc/sys/kernel/printk
 stty -onlcr 2>/dev/null
 
 finish() {
+  # on a line of its own even after output without a final newline (the
+  # host drops the empty line this makes)
+  echo
   echo "rdma-vm: exit $1"
   sync
   poweroff -f
@@ -413,15 +416,17 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg,thread=multi -cp
 [ -n "$out_dir" ] && qemu+=(-virtfs "local,path=$out_dir,mount_tag=out,security_model=none")
 
 # The console carries the boot, the marker lines and CMD's output; show CMD's
-# output as it comes and keep the markers for the exit status.
+# output as it comes and keep all of it for the exit status (and the errors).
 set +e
 timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>"$job/qemu.err" |
   awk -v verbose="$verbose" -v logfile="$job/console" '
     { sub(/\r$/, ""); print > logfile; fflush(logfile) }
     /^rdma-vm: running$/ { running = 1; next }
-    /^rdma-vm: exit [0-9]+$/ { running = 0; next }
+    /^rdma-vm: exit [0-9]+$/ { for (; blank > 1; blank--) print ""; blank = 0; running = 0; fflush(); next }
     /^rdma-vm: guest set-up failed/ { print > "/dev/stderr"; fflush("/dev/stderr"); next }
-    running || verbose { print; fflush() }'
+    # empty lines wait for the next line: the last one is the guest'"'"'s
+    running && $0 == "" { blank++; next }
+    running || verbose { for (; blank > 0; blank--) print ""; print; fflush() }'
 qemu_status=${PIPESTATUS[0]}
 set -e
 
