@@ -308,7 +308,6 @@ exec 9>&-
 
 # -------------------------------------------------------------------- job
 
-
 self_check() {
   # What the default run does: the device, a pingpong and a 1 MiB bandwidth,
   # each with server and client in the guest over rxe0.
@@ -364,10 +363,10 @@ write_job() {
   {
     echo "# written by scripts/rdma-vm.sh"
     while IFS= read -r name; do
-      # the guest has its own /run and a tmpfs /tmp; HOME is read-only there
       case $name in CHORUS_RDMA_VM*) continue ;; esac  # this script's own
       passed_variable "$name" && printf 'export %s=%q\n' "$name" "${!name}"
     done < <(compgen -e)
+    # the host's HOME is read-only in the guest
     printf 'export HOME=/tmp RDMA_VM_DEVICE=%q RDMA_VM_NETDEV=%q RDMA_VM_ADDR=%q\n' \
       "$RDMA_VM_DEVICE" "$RDMA_VM_NETDEV" "$RDMA_VM_ADDR"
     [ -n "$out_dir" ] && printf 'export RDMA_VM_OUT=%q\n' "$out_dir"
@@ -386,7 +385,10 @@ export RDMA_VM_GID_INDEX
 unset gid index
 GID
     echo "ulimit -l unlimited"
-    printf 'cd %q || exit 125\n' "$(pwd -P)"
+    printf 'dir=%q\n' "$(pwd -P)"
+    # shellcheck disable=SC2016  # expands in the guest
+    echo 'cd "$dir" || { echo "rdma-vm: the guest cannot enter $dir" >&2; exit 125; }'
+    echo 'unset dir'
     if [ $# -eq 0 ]; then
       self_check
     else
