@@ -28,8 +28,11 @@
 namespace chorus_test {
 namespace {
 
-constexpr int kTimeoutMs = 4000;  // the root stops waiting for callers at 3 s
-constexpr Millis kLateBy{3500};   // when the late ranks call shrink
+// The root stops waiting for callers at 3/4 of the timeout (6 s); the
+// early ranks then have the last quarter to create their communicator,
+// which on a loaded 2-core host took more than the 1 s a 4 s timeout left.
+constexpr int kTimeoutMs = 8000;
+constexpr Millis kLateBy{7000};  // when the late ranks call shrink (after the early ones finished)
 constexpr Millis kLatchBound{30000};
 
 // Counts down once per rank; waits are bounded so that a bug fails the test
@@ -54,7 +57,7 @@ class Latch {
 
 struct Scenario {
   int nranks;
-  std::set<int> late;     // call shrink 3.5 s in, after the others destroyed the old communicator
+  std::set<int> late;     // call shrink 7 s in, after the others destroyed the old communicator
   std::set<int> leavers;  // early ranks that also destroy the new communicator at once (they are gone)
 };
 
@@ -150,7 +153,7 @@ void ExpectLateRanksRefused(const Scenario& scenario, const std::vector<RankEnd>
 }
 
 // Ranks 0 and 1 form {0,1} and destroy the old communicator; ranks 2 and 3,
-// alive all along, come 3.5 s into the 4 s timeout. They used to find 0 and
+// alive all along, come 7 s into the 8 s timeout. They used to find 0 and
 // 1's listeners closed, take them for dead and form {2,3}.
 TEST(ShrinkLateTest, LateRanksAreRefusedInsteadOfFormingTheirOwn) {
   const Scenario scenario{4, {2, 3}, {}};
