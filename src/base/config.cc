@@ -64,7 +64,9 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_IB_TIMEOUT", "int", "18",
        "ibverbs transport: RC ack timeout exponent (4.096 us x 2^value per try, as NCCL_IB_TIMEOUT); with "
        "CHORUS_IB_RETRY_CNT it bounds how long a dead peer takes to be noticed; 1..31."},
-      {"CHORUS_IB_RETRY_CNT", "int", "7", "ibverbs transport: RC retries before a peer counts as dead; 0..7."},
+      {"CHORUS_IB_RETRY_CNT", "int", "6",
+       "ibverbs transport: RC retries before a peer counts as dead; 0..7 (soft-RoCE, rxe, retries 7 forever and "
+       "would never notice a dead peer)."},
       {"CHORUS_SHM_RING_BYTES", "bytes", "0",
        "Shared-memory ring per sender; each rank's segment in /dev/shm holds one per rank. 0 or auto: 1M up to "
        "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "

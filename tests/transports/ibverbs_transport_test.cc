@@ -503,7 +503,7 @@ TEST(IbRegistryTest, BadVariablesFailWithTheirName) {
   EXPECT_EQ(options.slots, 4u);
   EXPECT_EQ(options.gid_index, -1);
   EXPECT_EQ(options.ack_timeout, 18);
-  EXPECT_EQ(options.retry_count, 7);
+  EXPECT_EQ(options.retry_count, 6);
 }
 #endif
 

@@ -49,7 +49,7 @@ struct IbOptions : TransportOptions {
   uint32_t slot_bytes = 256 * 1024;  // CHORUS_IB_SLOT_BYTES
   uint32_t slots = 16;               // CHORUS_IB_SLOTS
   int ack_timeout = 18;        // CHORUS_IB_TIMEOUT: 4.096 us * 2^value per retry
-  int retry_count = 7;         // CHORUS_IB_RETRY_CNT
+  int retry_count = 6;         // CHORUS_IB_RETRY_CNT (rxe retries 7 forever)
 };
 
 class TransportVars;
