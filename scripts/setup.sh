@@ -3,7 +3,7 @@
 # configures and builds the release tree in $CHORUS_BUILD_DIR (default build;
 # CHORUS_NINJA_JOBS limits the parallel jobs).
 
-CHORUS_PACKAGES=(meson ninja-build g++ clang libclang-rt-dev pkg-config libgtest-dev libbenchmark-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist python3-torch python3-dev pybind11-dev python3-numpy python3-mpi4py gfortran hpcc slurm-wlm munge libucx-dev ucx-utils)
+CHORUS_PACKAGES=(meson ninja-build g++ clang libclang-rt-dev pkg-config libgtest-dev libbenchmark-dev libhwloc-dev libopenmpi-dev openmpi-bin libgloo-dev gnuplot-nox libopenblas-dev zlib1g-dev dataset-fashion-mnist python3-torch python3-dev pybind11-dev python3-numpy python3-mpi4py gfortran hpcc slurm-wlm munge libucx-dev ucx-utils libibverbs-dev rdma-core)
 CHORUS_BUILD_DIR=${CHORUS_BUILD_DIR:-build}
 
 chorus_package_installed() {

@@ -8,6 +8,9 @@
 #if CHORUS_HAVE_UCX
 #include "transports/ucx/ucx_descriptor.h"
 #endif
+#if CHORUS_HAVE_IBVERBS
+#include "transports/ibverbs/ib_descriptor.h"
+#endif
 
 namespace chorus {
 
@@ -18,6 +21,9 @@ const TransportRegistry& BuiltinTransports() {
       TcpTransportDescriptor(),
 #if CHORUS_HAVE_UCX
       UcxTransportDescriptor(),
+#endif
+#if CHORUS_HAVE_IBVERBS
+      IbTransportDescriptor(),
 #endif
   });
   return kBuiltin;

@@ -47,7 +47,7 @@ TransportRegistry::TransportRegistry(std::vector<TransportDescriptor> descriptor
 
 const TransportDescriptor* TransportRegistry::Find(const std::string& name) const {
   for (const TransportDescriptor& descriptor : descriptors_) {
-    if (name == descriptor.name) return &descriptor;
+    if (name == descriptor.name || (descriptor.alias != nullptr && name == descriptor.alias)) return &descriptor;
   }
   return nullptr;
 }
@@ -56,6 +56,7 @@ std::string TransportRegistry::KnownNames() const {
   std::string names;
   for (const TransportDescriptor& descriptor : descriptors_) {
     names += StrCat(names.empty() ? "" : ", ", descriptor.name);
+    if (descriptor.alias != nullptr) names += StrCat(" (or ", descriptor.alias, ")");
   }
   return names;
 }

@@ -52,6 +52,8 @@ struct PeerPublication {
 
 struct TransportDescriptor {
   const char* name;
+  // Another name CHORUS_TRANSPORT accepts for it (ibverbs: ib), or null.
+  const char* alias;
   // `auto` tries transports in increasing preference for each peer.
   int preference;
   // Left out of `auto`: used only where CHORUS_TRANSPORT names it. For a

@@ -40,7 +40,7 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "SO_SNDBUF of every TCP data socket, as CHORUS_SOCKET_RCVBUF. 0: kernel autotuning (tcp_wmem); at most 1023M."},
       {"CHORUS_TRANSPORT", "string", "auto",
        "Transports, in order: auto (the best per peer: shared memory between ranks of one host and network "
-       "namespace, TCP otherwise), one name (only it: tcp, shm, ucx when built with UCX; a peer it cannot reach fails creation), or an "
+       "namespace, TCP otherwise), one name (only it: tcp, shm, ucx when built with UCX, ibverbs or ib when built with libibverbs; a peer it cannot reach fails creation), or an "
        "ordered list (shm,tcp: for each peer the first that reaches it)."},
       {"CHORUS_UCX_TLS", "string", "",
        "UCX transports the ucx transport may use (UCX_TLS syntax: tcp, posix,cma,tcp, ^tcp); set for Chorus's UCX "
@@ -48,6 +48,25 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_UCX_KEEPALIVE_MS", "int", "1000",
        "ucx transport: interval of UCX's endpoint keepalive (UCX_KEEPALIVE_INTERVAL) for Chorus's UCX context; "
        "1..3600000."},
+      {"CHORUS_IB_HCA", "string", "",
+       "ibverbs transport: RDMA devices and ports to use, NCCL_IB_HCA syntax: name prefixes with optional :port "
+       "(mlx5_0:1,mlx5_1), ^ to exclude (^mlx5_2), = for exact names (=mlx5_0). Empty: every device; ranks of a host "
+       "spread over the allowed active ports by local rank."},
+      {"CHORUS_IB_GID_INDEX", "int", "-1",
+       "ibverbs transport: GID index of the port (RoCE addressing). -1: the first RoCE v2 GID holding an IPv4 "
+       "address, else 0."},
+      {"CHORUS_IB_SLOT_BYTES", "bytes", "256K",
+       "ibverbs transport: size of one receive slot (a 64-byte header and the chunk); messages are cut into chunks "
+       "of it. A multiple of 4K in 4K..64M, alike on every rank."},
+      {"CHORUS_IB_SLOTS", "int", "16",
+       "ibverbs transport: slots in each sender's receive ring on its peer (the credits it may have in flight); "
+       "2..1024, alike on every rank. Each connected peer costs slots x slot bytes twice (ring and staging)."},
+      {"CHORUS_IB_TIMEOUT", "int", "18",
+       "ibverbs transport: RC ack timeout exponent (4.096 us x 2^value per try, as NCCL_IB_TIMEOUT); with "
+       "CHORUS_IB_RETRY_CNT it bounds how long a dead peer takes to be noticed; 1..31."},
+      {"CHORUS_IB_RETRY_CNT", "int", "6",
+       "ibverbs transport: RC retries before a peer counts as dead; 0..7 (soft-RoCE, rxe, retries 7 forever and "
+       "would never notice a dead peer)."},
       {"CHORUS_SHM_RING_BYTES", "bytes", "0",
        "Shared-memory ring per sender; each rank's segment in /dev/shm holds one per rank. 0 or auto: 1M up to "
        "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "

@@ -16,7 +16,8 @@ namespace chorus {
 namespace {
 
 // The built-in transports, as CHORUS_TRANSPORT's errors name them.
-const char* const kKnownNames = CHORUS_HAVE_UCX ? "shm, tcp, ucx" : "shm, tcp";
+const std::string kKnownNames = std::string("shm, tcp") + (CHORUS_HAVE_UCX ? ", ucx" : "") +
+                                (CHORUS_HAVE_IBVERBS ? ", ibverbs (or ib)" : "");
 
 // A rank on `host` publishing an address for each of `transports`.
 PeerPublication Rank(const std::string& host, const std::vector<std::string>& transports) {

@@ -1,0 +1,132 @@
+// IbTransport: messages over InfiniBand / RoCE verbs, one RC queue pair per
+// peer on one port of one device (ib_device.h). Each sender owns a ring of
+// slots in a registered buffer on its peer (ib_slot_ring.h): a message is
+// cut into chunks, each copied into a local staging slot (or, for a buffer
+// registered with RegisterMemory, taken from it in place) and written with
+// RDMA write with immediate into the next remote slot while the sender holds
+// a credit; the receiver copies the chunk out (or hands it to a combiner)
+// and returns credits in small control SENDs (ib_wire.h). RC keeps each
+// direction in order, so messages match in posting order as the interface
+// asks.
+//
+// The rendezvous address (ib_connection_blob.h) carries the QP numbers, LID,
+// GID, PSN and MTU; Connect brings the QPs up and exchanges each ring's
+// address and key in a hello over the QP itself.
+//
+// Progress polls the completion queue; an idle Progress arms it and sleeps
+// on the completion channel's fd (and a wakeup eventfd). A peer that closes
+// sends a closing notice; a peer that dies is found by the RC retries of a
+// probe sent while we wait on it (CHORUS_IB_TIMEOUT, CHORUS_IB_RETRY_CNT).
+// Either fails Progress, naming the peer and the device, while something to
+// or from it is pending.
+//
+// Threading: as UcxTransport (one mutex, released while sleeping).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transports/ibverbs/ib_connection_blob.h"
+#include "transports/ibverbs/ib_device.h"
+#include "transports/ibverbs/ib_slot_ring.h"
+#include "transports/ibverbs/ib_wire.h"
+#include "transports/socket/socket.h"
+#include "transports/transport.h"
+
+namespace chorus {
+
+// The transport's own options (its CHORUS_IB_* variables) beside what every
+// transport gets.
+struct IbOptions : TransportOptions {
+  std::string hca;             // CHORUS_IB_HCA
+  int gid_index = -1;          // CHORUS_IB_GID_INDEX; -1: automatic
+  uint32_t slot_bytes = 256 * 1024;  // CHORUS_IB_SLOT_BYTES
+  uint32_t slots = 16;               // CHORUS_IB_SLOTS
+  int ack_timeout = 18;        // CHORUS_IB_TIMEOUT: 4.096 us * 2^value per retry
+  int retry_count = 6;         // CHORUS_IB_RETRY_CNT (rxe retries 7 forever)
+};
+
+class TransportVars;
+// The CHORUS_IB_* variables from `vars` (ib_descriptor.cc).
+Status ReadIbOptions(const TransportVars& vars, IbOptions* options);
+
+// Opens the device and creates a QP for every other rank; fails with "no
+// RDMA device" where there is none.
+Status CreateIbTransport(const IbOptions& options, std::unique_ptr<Transport>* transport);
+
+class IbTransport : public Transport {
+ public:
+  ~IbTransport() override;
+
+  const char* name() const override { return "ibverbs"; }
+  TransportCapabilities capabilities() const override;
+  std::string LocalAddress() const override { return local_address_; }
+  Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override;
+  Endpoint* endpoint(int peer) override;
+  Status Progress(int timeout_ms) override;
+  void Wakeup() override;
+  void Shutdown() override;
+  void ShutdownWithNotice(const CloseNotice& notice) override;
+  bool ReceivedNotice(CloseNotice* notice) const override;
+  // ibv_reg_mr of host memory; a send whose buffer lies in a registration
+  // is written from it in place (no staging copy).
+  Status RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) override;
+  void DeregisterMemory(MemoryHandle handle) override;
+
+ private:
+  friend Status CreateIbTransport(const IbOptions&, std::unique_ptr<Transport>*);
+  class IbEndpoint;
+  struct Peer;
+  struct MemoryRegion;
+
+  explicit IbTransport(const IbOptions& options);
+  Status Init();
+  Status BringUp(Peer* peer, const ib::ConnectionBlob& remote);
+  Status Post(int peer, TransferRequest* request, bool is_send);
+  // Polls the CQ until empty (bounded), then moves every peer's queues.
+  Status Drive(bool* progressed);
+  int PollCompletions(bool* progressed, Status* status);
+  Status HandleCompletion(const ibv_wc& wc, bool* progressed);
+  Status HandleControl(Peer* peer, const ib::ControlMessage& message);
+  Status Advance(Peer* peer, bool* progressed);
+  Status ConsumeArrived(Peer* peer, bool* progressed);
+  Status PushSends(Peer* peer, bool* progressed);
+  bool PostControl(Peer* peer, const ib::ControlMessage& message);
+  Status PostReceive(Peer* peer, uint32_t index);
+  Status CheckPeers();
+  Status Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms);
+  Status Fail(Status status);
+  // Tells every live peer we close (with a notice, if any), lets go of
+  // every request and stops the QPs. Holds mutex_.
+  void Teardown();
+  std::string Label(int rank) const;
+
+  IbOptions options_;
+  ib::Device device_;
+  ibv_comp_channel* channel_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  int unacked_events_ = 0;
+  Socket wakeup_;  // eventfd
+  uint32_t psn_ = 0;
+  uint32_t max_send_wr_ = 0;
+  uint32_t max_recv_wr_ = 0;
+  std::string local_address_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self
+  std::unique_ptr<MemoryRegion> rings_;       // receive rings, written by peers
+  std::unique_ptr<MemoryRegion> staging_;     // staging slots and control buffers
+  bool connected_ = false;
+  Status error_;
+  std::mutex mutex_;
+  std::atomic<bool> shut_down_{false};
+  bool torn_down_ = false;
+  CloseNotice outgoing_notice_;  // reason 0: none
+  std::atomic<uint64_t> received_notice_{0};
+};
+
+}  // namespace chorus

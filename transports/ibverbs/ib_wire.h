@@ -1,0 +1,44 @@
+// Control messages between the two queue pairs of a connection: small
+// SENDs into receive buffers posted on every QP, beside the data chunks
+// (RDMA writes with immediate into the slot rings, ib_slot_ring.h).
+#pragma once
+
+#include <cstdint>
+
+namespace chorus {
+namespace ib {
+
+enum class ControlKind : uint32_t {
+  // First message on a connected QP: where the sender's ring on the
+  // receiver lives (address, rkey, geometry). Also proves the path works.
+  kHello = 1,
+  // The receiver's running count of consumed chunks (value).
+  kCredit = 2,
+  // Nothing: sent to a peer silent while we wait on it, since an RC sender
+  // learns of a dead peer (retries exhausted) and a receiver never does.
+  kProbe = 3,
+  // The sender closes; value is its CloseNotice (EncodeCloseNotice) or 0.
+  kClose = 4,
+};
+
+struct ControlMessage {
+  uint32_t kind = 0;
+  uint32_t slots = 0;       // kHello
+  uint64_t value = 0;       // kCredit, kClose
+  uint64_t address = 0;     // kHello: the ring for this sender on its peer
+  uint32_t rkey = 0;        // kHello
+  uint32_t slot_bytes = 0;  // kHello
+};
+static_assert(sizeof(ControlMessage) == 32, "control messages are 32 bytes on the wire");
+
+// The tag of a work request (its wr_id): what it is, for which peer.
+enum class WorkKind : uint64_t { kData = 1, kControlSend = 2, kReceive = 3 };
+inline uint64_t WorkId(WorkKind kind, uint32_t peer, uint32_t index) {
+  return static_cast<uint64_t>(kind) << 56 | static_cast<uint64_t>(peer & 0xffffff) << 32 | index;
+}
+inline WorkKind WorkKindOf(uint64_t id) { return static_cast<WorkKind>(id >> 56); }
+inline uint32_t WorkPeerOf(uint64_t id) { return static_cast<uint32_t>(id >> 32) & 0xffffff; }
+inline uint32_t WorkIndexOf(uint64_t id) { return static_cast<uint32_t>(id); }
+
+}  // namespace ib
+}  // namespace chorus
