@@ -29,23 +29,39 @@ Slice SliceOf(size_t piece_count, size_t element_bytes, int nranks, int rank) {
 
 }  // namespace
 
-BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
-  if (nranks < 2 || bytes > kBoardAllReduceMaxBytes) return BoardPlan::kNone;
-  // Ranks outnumber CPUs: every message of the executor's schedules costs
-  // a context switch, and one or two board rounds per slot beat every
-  // schedule and Open MPI (3-8 processes on 2 cores, docs/performance.md
-  // "Mid-size allreduce on one host"); one-shot up to kBoardOneShotMaxBytes,
-  // two-phase above, where one-shot's (p-1)-fold reads cost more than a
-  // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd
-  // measured 10-25% faster past kBoardFewRanksMaxBytes.
-  if (!forced && shares_cores && (nranks >= kBoardManyRanks || bytes <= kBoardFewRanksMaxBytes)) {
-    return bytes <= kBoardOneShotMaxBytes ? BoardPlan::kOneShot : BoardPlan::kTwoPhase;
+std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores) {
+  std::vector<NativeRange> ranges;
+  if (nranks < 2) return ranges;
+  size_t rest = 0;  // the rows below start above this
+  if (!forced && shares_cores) {
+    // Ranks outnumber CPUs: every message of the executor's schedules costs
+    // a context switch, and one or two board rounds per slot beat every
+    // schedule and Open MPI (3-8 processes on 2 cores, docs/performance.md
+    // "Mid-size allreduce on one host"); one-shot up to kBoardOneShotMaxBytes,
+    // two-phase above, where one-shot's (p-1)-fold reads cost more than a
+    // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd
+    // measured 10-25% faster past kBoardFewRanksMaxBytes.
+    const size_t limit = nranks >= kBoardManyRanks ? kBoardAllReduceMaxBytes : kBoardFewRanksMaxBytes;
+    ranges.push_back({0, std::min(kBoardOneShotMaxBytes, limit), Algorithm::kAuto, BoardPlan::kOneShot});
+    if (limit > kBoardOneShotMaxBytes) {
+      ranges.push_back({kBoardOneShotMaxBytes + 1, limit, Algorithm::kAuto, BoardPlan::kTwoPhase});
+    }
+    if (limit == kBoardAllReduceMaxBytes) return ranges;
+    rest = limit + 1;
   }
   // A core per rank: the executor's pipelined schedules win from 16 KiB
   // (2 ranks: the board took 1.3-2.3x as long, forced oneshot or direct).
-  if (!shares_cores && bytes > kBoardSpareCoresMaxBytes) return BoardPlan::kNone;
-  if (chosen == Algorithm::kOneShot) return BoardPlan::kOneShot;
-  if (chosen == Algorithm::kDirect && bytes > kBoardTinyBytes) return BoardPlan::kTwoPhase;
+  const size_t last = shares_cores ? kBoardAllReduceMaxBytes : kBoardSpareCoresMaxBytes;
+  ranges.push_back({rest, last, Algorithm::kOneShot, BoardPlan::kOneShot});
+  ranges.push_back({std::max(rest, kBoardTinyBytes + 1), last, Algorithm::kDirect, BoardPlan::kTwoPhase});
+  return ranges;
+}
+
+BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
+  for (const NativeRange& range : BoardRanges(nranks, forced, shares_cores)) {
+    if (bytes < range.first || bytes > range.last) continue;
+    if (range.stands_in_for == Algorithm::kAuto || range.stands_in_for == chosen) return range.plan;
+  }
   return BoardPlan::kNone;
 }
 

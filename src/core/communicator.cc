@@ -181,36 +181,61 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
                           Deadline::AfterMs(options_.timeout_ms));
 }
 
-Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args,
-                                 std::shared_ptr<const Schedule>* schedule) {
-  // The choice depends only on the call's shape and on what is fixed after
-  // creation (options, tuner model, topology): resolve it once per shape.
-  if (schedules_.FindResolved(args, op.algorithm, schedule)) return Status::Ok();
-  CHORUS_RETURN_IF_ERROR(schedules_.Get(args, ChooseFor(op), schedule));
-  schedules_.RememberResolved(args, op.algorithm, *schedule);
-  return Status::Ok();
+void Communicator::BuildSelection() {
+  SelectionInputs inputs;
+  inputs.nranks = nranks_;
+  inputs.topology = &topology_;
+  inputs.model = tuner_;
+  inputs.algorithms = options_.algorithms;
+  // Every rank has the board or none; cores_shared_ is decided alike on
+  // every rank of the host (the affinity masks), and a board communicator
+  // is on one host.
+  inputs.board = board_allreduce_ != nullptr;
+  inputs.shares_cores = cores_shared_;
+  selection_ = SelectionTable(inputs);
+  selections_.Clear();
 }
 
-BoardPlan Communicator::UsesBoard(const Operation& op) {
-  if (board_allreduce_ == nullptr || op.kind != Operation::Kind::kCollective || op.grouped || op.args.count == 0 ||
-      op.args.coll != Collective::kAllReduce || !board_allreduce_->Fits(op.args.count * DataTypeSize(op.args.dtype))) {
-    return BoardPlan::kNone;
+SelectionCache::Entry* Communicator::Resolve(const Operation& op) {
+  // The selection depends only on the call's shape and on what is fixed
+  // after creation: once per shape.
+  const CollectiveArgs& args = op.args;
+  if (SelectionCache::Entry* entry = selections_.Find(args, op.algorithm)) return entry;
+  const bool log = CurrentLogLevel() >= LogLevel::kInfo && logged_choices_.size() < 256;
+  std::vector<std::pair<Algorithm, double>> candidates;
+  const Selection selection = selection_.Select(args, op.algorithm, log ? &candidates : nullptr);
+  if (log && selection.source == ScheduleSource::kCostModel) {
+    std::pair<int, size_t> key(static_cast<int>(args.coll), args.count * DataTypeSize(args.dtype));
+    if (std::find(logged_choices_.begin(), logged_choices_.end(), key) == logged_choices_.end()) {
+      logged_choices_.push_back(key);
+      std::string others;
+      for (size_t i = 1; i < candidates.size(); ++i) {
+        others += StrCat(", ", AlgorithmName(candidates[i].first), " ", candidates[i].second * 1e6, " us");
+      }
+      CHORUS_INFO("TUNE", "rank ", rank_, " ", CollectiveName(args.coll), " ", key.second, " B on ", nranks_,
+                  " ranks: ", AlgorithmName(selection.algorithm), ", predicted ", selection.predicted_s * 1e6, " us",
+                  others);
+    }
   }
-  BoardPlan plan = BoardPlan::kNone;
-  if (board_decisions_.Find(op, &plan)) return plan;
-  // cores_shared_ is decided alike on every rank of the host (the affinity
-  // masks), and a board communicator is on one host.
-  const bool forced = op.algorithm != Algorithm::kAuto ||
-                      options_.algorithms.forced[static_cast<size_t>(Collective::kAllReduce)] != Algorithm::kAuto;
-  plan = ChooseBoardPlan(op.args.count * DataTypeSize(op.args.dtype), nranks_, ChooseFor(op), forced, cores_shared_);
-  board_decisions_.Remember(op, plan);
-  return plan;
+  return selections_.Remember(args, op.algorithm, selection);
+}
+
+Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args,
+                                 std::shared_ptr<const Schedule>* schedule) {
+  SelectionCache::Entry* entry = Resolve(op);
+  if (entry->schedule == nullptr) {
+    CHORUS_RETURN_IF_ERROR(schedules_.Get(args, entry->selection.algorithm, &entry->schedule));
+  }
+  *schedule = entry->schedule;
+  return Status::Ok();
 }
 
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (recorder_ != nullptr) waiting_.Clear();
-  if (nops == 1) {
-    const BoardPlan plan = UsesBoard(ops[0]);
+  // A lone allreduce may run on the board instead (core/board_allreduce.h).
+  if (nops == 1 && board_allreduce_ != nullptr && ops[0].kind == Operation::Kind::kCollective &&
+      ops[0].args.count > 0) {
+    const BoardPlan plan = Resolve(ops[0])->selection.BoardFor(ops[0].grouped);
     if (plan != BoardPlan::kNone) {
       if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
       Status status = board_allreduce_->Run(ops[0], plan, stop_, options_.timeout_ms);
@@ -259,30 +284,6 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     DivideKernel(op.recv, count, args.dtype, nranks_);
   }
   return Status::Ok();
-}
-
-Algorithm Communicator::ChooseFor(const Operation& op) {
-  const CollectiveArgs& args = op.args;
-  if (op.algorithm != Algorithm::kAuto) return Supports(op.algorithm, args.coll) ? op.algorithm : Algorithm::kRing;
-  bool forced = options_.algorithms.forced[static_cast<size_t>(args.coll)] != Algorithm::kAuto;
-  if (forced || !tuner_.valid() || nranks_ == 1) return ChooseAlgorithm(args, options_.algorithms);
-  CollectiveArgs placed = args;
-  placed.topology = &topology_;  // the hosts that the hierarchical and direct costs depend on
-  TunerChoice choice = ChooseByCost(placed, tuner_);
-  if (CurrentLogLevel() >= LogLevel::kInfo && logged_choices_.size() < 256) {
-    std::pair<int, size_t> key(static_cast<int>(args.coll), args.count * DataTypeSize(args.dtype));
-    if (std::find(logged_choices_.begin(), logged_choices_.end(), key) == logged_choices_.end()) {
-      logged_choices_.push_back(key);
-      std::string others;
-      for (size_t i = 1; i < choice.candidates.size(); ++i) {
-        others += StrCat(", ", AlgorithmName(choice.candidates[i].first), " ", choice.candidates[i].second * 1e6, " us");
-      }
-      CHORUS_INFO("TUNE", "rank ", rank_, " ", CollectiveName(args.coll), " ", key.second, " B on ", nranks_,
-                  " ranks: ", AlgorithmName(choice.algorithm), ", predicted ", choice.predicted_s * 1e6, " us",
-                  others);
-    }
-  }
-  return choice.algorithm;
 }
 
 void Communicator::Fail(const Status& status) {

@@ -11,6 +11,8 @@
 //              one stream and communicator, run together under one ticket
 //   schedule   the steps one rank takes for a collective under one algorithm
 //              (algorithms/schedule.h), built once per call shape
+//   selection  what runs a call shape: a schedule's algorithm or a native
+//              provider such as the shm board (core/selection_table.h)
 //   execution  the executor running a launch's bound schedules over the
 //              transport (core/executor.h); the board runs some launches
 //              without one (core/board_allreduce.h)
@@ -37,6 +39,7 @@
 #include "core/operation.h"
 #include "core/reduction_ops.h"
 #include "core/schedule_cache.h"
+#include "core/selection_table.h"
 #include "core/tuner.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
@@ -149,15 +152,15 @@ class Communicator {
   // round where the communicator has the board, else a direct allgather on
   // a tag of its own.
   Status ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t* all);
-  // The schedule of a collective: the last one resolved for this call shape,
-  // else chosen (ChooseFor) and taken from the cache.
+  // (Re)builds the selection table from what is fixed after creation:
+  // options, tuner model, hosts, board, shares_cores. The builder calls it
+  // once connected and again after calibration.
+  void BuildSelection();
+  // What runs the collective `op` (count > 0): the entry of its shape in the
+  // cache of recent shapes, else the table's selection, remembered.
+  SelectionCache::Entry* Resolve(const Operation& op);
+  // The schedule of a collective: the resolved entry's, built on first use.
   Status ScheduleFor(const Operation& op, const CollectiveArgs& args, std::shared_ptr<const Schedule>* schedule);
-  Algorithm ChooseFor(const Operation& op);
-  // How `op` runs on the board (kNone: not): a lone allreduce of at most
-  // kBoardAllReduceMaxBytes on a communicator with a board, by
-  // ChooseBoardPlan. A function of what every rank shares
-  // (core/board_allreduce.h).
-  BoardPlan UsesBoard(const Operation& op);
   void Fail(const Status& status);
   // With the heartbeat on, after a launch failed on a closed connection:
   // waits briefly for the heartbeat to report why (a silent rank).
@@ -179,6 +182,10 @@ class Communicator {
   std::unique_ptr<Transport> transport_;
   bool cores_shared_ = false;  // transport_->capabilities().shares_cores, fixed at Create
   ScheduleCache schedules_;
+  // What runs each call shape (core/selection_table.h), and the last few
+  // shapes' selections and schedules.
+  SelectionTable selection_;
+  SelectionCache selections_;
   Workspace staging_;  // the executor's receive-reduce staging
   TunerModel tuner_;   // set by the builder's calibration
   // Host of every rank (first-seen numbering of the rendezvous host
@@ -231,7 +238,6 @@ class Communicator {
   ExecutorContext executor_context_;
   // Tiny allreduces when every rank is on this host over shm; null otherwise.
   std::unique_ptr<BoardAllReduce> board_allreduce_;
-  BoardDecisions board_decisions_;
   // CHORUS_CHECK; null when off.
   std::unique_ptr<CallChecker> checker_;
   CheckExchange check_exchange_;

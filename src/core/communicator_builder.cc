@@ -35,7 +35,11 @@ class CommunicatorBuilder {
     CHORUS_RETURN_IF_ERROR(CreateTransports());
     CHORUS_RETURN_IF_ERROR(MeetPeers());
     CHORUS_RETURN_IF_ERROR(ConnectRoutes());
-    if (options_.use_tuner) CHORUS_RETURN_IF_ERROR(Calibrate().WithContext(StrCat("rank ", rank_, ": tuning")));
+    comm_->BuildSelection();  // calibration already launches (pinned ring allreduces)
+    if (options_.use_tuner) {
+      CHORUS_RETURN_IF_ERROR(Calibrate().WithContext(StrCat("rank ", rank_, ": tuning")));
+      comm_->BuildSelection();  // with the model
+    }
     *out = std::move(comm_);
     return Status::Ok();
   }
@@ -179,7 +183,7 @@ Status CommunicatorBuilder::ConnectRoutes() {
   // connected to one shm transport and all are routed to it, which every
   // rank reads from the same table.
   for (size_t t = 0; t < transports_.size() && nranks_ > 1; ++t) {
-    shm::ShmBoard* board = SharedMemoryBoardOf(transports_[t].get());
+    shm::ShmBoard* board = transports_[t]->SharedBoard();
     const bool serves_all = std::all_of(routes.begin(), routes.end(), [&](int route) {
       return route == -1 || route == static_cast<int>(t);
     });
