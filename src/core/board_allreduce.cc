@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/reduction_scaling.h"
 #include "kernels/reduce.h"
 
 namespace chorus {
@@ -77,11 +78,7 @@ void BoardAllReduce::PublishInput(const Operation& op, uint64_t round, size_t fi
   const size_t size = DataTypeSize(args.dtype);
   uint8_t* outbox = board_->OutboxFor(round);
   const uint8_t* input = static_cast<const uint8_t*>(op.send) + first * size;
-  if (op.premultiply) {
-    ScaleKernel(outbox, input, count, args.dtype, op.scalar);
-  } else {
-    std::memcpy(outbox, input, count * size);
-  }
+  ScaledInput(op, outbox, input, count);
   board_->Publish(round, count * size);
 }
 
@@ -107,7 +104,7 @@ Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t
     CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, round_bytes, &abort, timeout_ms, &next));
     ReduceKernel(dst, dst, next + offset, count, args.dtype, args.op);
   }
-  if (op.average) DivideKernel(dst, count, args.dtype, board_->nranks());
+  FinishResult(op, dst, count, board_->nranks());
   return Status::Ok();
 }
 

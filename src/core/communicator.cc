@@ -8,7 +8,7 @@
 #include "base/spin_wait.h"
 #include "core/executor.h"
 #include "core/trace_signal.h"
-#include "kernels/reduce.h"
+#include "core/reduction_scaling.h"
 
 namespace chorus {
 
@@ -280,8 +280,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     if (op.kind != Operation::Kind::kCollective || !op.average || op.args.count == 0) continue;
     const CollectiveArgs& args = op.args;
     if (args.coll == Collective::kReduce && args.rank != args.root) continue;
-    size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);
-    DivideKernel(op.recv, count, args.dtype, nranks_);
+    FinishResult(op, op.recv, RecvBufferBytes(args) / DataTypeSize(args.dtype), nranks_);
   }
   return Status::Ok();
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "kernels/reduce.h"
+#include "core/reduction_scaling.h"
 
 namespace chorus {
 namespace {
@@ -67,12 +67,12 @@ void LaunchBinding::AddCollective(const Operation& op, std::shared_ptr<const Sch
   b.send = Writable(op.send);
   b.recv = static_cast<uint8_t*>(op.recv);
   b.tag = (++collective_sequence_ << 8) | static_cast<uint64_t>(args.coll);
-  if (op.premultiply && op.send != nullptr) {
+  if (ScalesInput(op) && op.send != nullptr) {
     // Scale a private copy: the user's send buffer is const.
     size_t count = SendBufferBytes(args) / DataTypeSize(args.dtype);
     size_t bytes = count * DataTypeSize(args.dtype);
     std::unique_ptr<uint8_t[]> scaled(new uint8_t[bytes == 0 ? 1 : bytes]);
-    ScaleKernel(scaled.get(), op.send, count, args.dtype, op.scalar);
+    ScaledInput(op, scaled.get(), op.send, count);
     b.send = scaled.get();
     scaled_inputs_.push_back(std::move(scaled));
   }
