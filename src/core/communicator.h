@@ -132,7 +132,9 @@ class Communicator {
   void FailFromOutside(const Status& status) { Fail(status); }
 
   // The PreMulSum ops (core/reduction_ops.h).
-  Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle) { return reduction_ops_.CreatePreMulSum(op, handle); }
+  Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle) {
+    return reduction_ops_.CreatePreMulSum(op, handle);
+  }
   Status DestroyPreMulSum(chorusRedOp_t handle) { return reduction_ops_.DestroyPreMulSum(handle); }
   // Resolves a public op for `dtype`: the kernel op plus Avg/PreMulSum flags.
   Status ResolveOp(chorusRedOp_t op, DataType dtype, Operation* operation) const {
