@@ -29,9 +29,4 @@ const TransportRegistry& BuiltinTransports() {
   return kBuiltin;
 }
 
-shm::ShmBoard* SharedMemoryBoardOf(Transport* transport) {
-  auto* shm = dynamic_cast<ShmTransport*>(transport);
-  return shm != nullptr ? shm->board() : nullptr;
-}
-
 }  // namespace chorus

@@ -34,6 +34,10 @@ struct TransportCapabilities {
   bool needs_memory_registration = false;
 };
 
+namespace shm {
+class ShmBoard;  // transports/shm/shm_board.h
+}  // namespace shm
+
 // What kind of memory a registration covers.
 enum class MemoryKind { kHost, kDevice };
 
@@ -164,6 +168,11 @@ class Transport {
 
   virtual const char* name() const = 0;
   virtual TransportCapabilities capabilities() const = 0;
+  // Optional: a board of one slot per rank (transports/shm/shm_board.h) in
+  // which every rank this transport connects publishes round by round, when
+  // they all are; null when the transport offers none. Core builds the
+  // board allreduce on it; the transport knows no collective.
+  virtual shm::ShmBoard* SharedBoard() const { return nullptr; }
 
   // Opaque address of this rank, exchanged through the bootstrap.
   virtual std::string LocalAddress() const = 0;

@@ -133,8 +133,4 @@ std::vector<int> ChooseTransports(const std::vector<const TransportDescriptor*>&
 Status CheckEveryPairReachable(const std::vector<const TransportDescriptor*>& order,
                                const std::vector<PeerPublication>& peers, const std::string& selection_text);
 
-// The shared-memory board of `transport` (all ranks on this host over shm),
-// or null: the board allreduce's one hook into a concrete transport.
-shm::ShmBoard* SharedMemoryBoardOf(Transport* transport);
-
 }  // namespace chorus

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/reduction_scaling.h"
 #include "kernels/reduce.h"
 
 namespace chorus {
@@ -29,23 +30,39 @@ Slice SliceOf(size_t piece_count, size_t element_bytes, int nranks, int rank) {
 
 }  // namespace
 
-BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
-  if (nranks < 2 || bytes > kBoardAllReduceMaxBytes) return BoardPlan::kNone;
-  // Ranks outnumber CPUs: every message of the executor's schedules costs
-  // a context switch, and one or two board rounds per slot beat every
-  // schedule and Open MPI (3-8 processes on 2 cores, docs/performance.md
-  // "Mid-size allreduce on one host"); one-shot up to kBoardOneShotMaxBytes,
-  // two-phase above, where one-shot's (p-1)-fold reads cost more than a
-  // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd
-  // measured 10-25% faster past kBoardFewRanksMaxBytes.
-  if (!forced && shares_cores && (nranks >= kBoardManyRanks || bytes <= kBoardFewRanksMaxBytes)) {
-    return bytes <= kBoardOneShotMaxBytes ? BoardPlan::kOneShot : BoardPlan::kTwoPhase;
+std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores) {
+  std::vector<NativeRange> ranges;
+  if (nranks < 2) return ranges;
+  size_t rest = 0;  // the rows below start above this
+  if (!forced && shares_cores) {
+    // Ranks outnumber CPUs: every message of the executor's schedules costs
+    // a context switch, and one or two board rounds per slot beat every
+    // schedule and Open MPI (3-8 processes on 2 cores, docs/performance.md
+    // "Mid-size allreduce on one host"); one-shot up to kBoardOneShotMaxBytes,
+    // two-phase above, where one-shot's (p-1)-fold reads cost more than a
+    // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd
+    // measured 10-25% faster past kBoardFewRanksMaxBytes.
+    const size_t limit = nranks >= kBoardManyRanks ? kBoardAllReduceMaxBytes : kBoardFewRanksMaxBytes;
+    ranges.push_back({0, std::min(kBoardOneShotMaxBytes, limit), Algorithm::kAuto, BoardPlan::kOneShot});
+    if (limit > kBoardOneShotMaxBytes) {
+      ranges.push_back({kBoardOneShotMaxBytes + 1, limit, Algorithm::kAuto, BoardPlan::kTwoPhase});
+    }
+    if (limit == kBoardAllReduceMaxBytes) return ranges;
+    rest = limit + 1;
   }
   // A core per rank: the executor's pipelined schedules win from 16 KiB
   // (2 ranks: the board took 1.3-2.3x as long, forced oneshot or direct).
-  if (!shares_cores && bytes > kBoardSpareCoresMaxBytes) return BoardPlan::kNone;
-  if (chosen == Algorithm::kOneShot) return BoardPlan::kOneShot;
-  if (chosen == Algorithm::kDirect && bytes > kBoardTinyBytes) return BoardPlan::kTwoPhase;
+  const size_t last = shares_cores ? kBoardAllReduceMaxBytes : kBoardSpareCoresMaxBytes;
+  ranges.push_back({rest, last, Algorithm::kOneShot, BoardPlan::kOneShot});
+  ranges.push_back({std::max(rest, kBoardTinyBytes + 1), last, Algorithm::kDirect, BoardPlan::kTwoPhase});
+  return ranges;
+}
+
+BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
+  for (const NativeRange& range : BoardRanges(nranks, forced, shares_cores)) {
+    if (bytes < range.first || bytes > range.last) continue;
+    if (range.stands_in_for == Algorithm::kAuto || range.stands_in_for == chosen) return range.plan;
+  }
   return BoardPlan::kNone;
 }
 
@@ -61,11 +78,7 @@ void BoardAllReduce::PublishInput(const Operation& op, uint64_t round, size_t fi
   const size_t size = DataTypeSize(args.dtype);
   uint8_t* outbox = board_->OutboxFor(round);
   const uint8_t* input = static_cast<const uint8_t*>(op.send) + first * size;
-  if (op.premultiply) {
-    ScaleKernel(outbox, input, count, args.dtype, op.scalar);
-  } else {
-    std::memcpy(outbox, input, count * size);
-  }
+  ScaledInput(op, outbox, input, count);
   board_->Publish(round, count * size);
 }
 
@@ -91,7 +104,7 @@ Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t
     CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, round_bytes, &abort, timeout_ms, &next));
     ReduceKernel(dst, dst, next + offset, count, args.dtype, args.op);
   }
-  if (op.average) DivideKernel(dst, count, args.dtype, board_->nranks());
+  FinishResult(op, dst, count, board_->nranks());
   return Status::Ok();
 }
 

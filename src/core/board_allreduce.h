@@ -16,8 +16,8 @@
 //
 // Every rank must take the same path for the same call (a rank on the
 // board waits for slots that a rank in the executor never fills), so the
-// communicator decides with ChooseBoardPlan from what is identical on all
-// ranks: the call's shape, the algorithm choice (config or tuner, a
+// communicator's selection table decides with BoardRanges from what is
+// identical on all ranks: the call's shape, the algorithm choice (config or tuner, a
 // function of the shape and of a model every rank shares), the
 // communicator's hosts and the transport's shares_cores (decided alike on
 // every rank of a host); never from the stream, timing or queue state.
@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "base/status.h"
@@ -57,15 +58,28 @@ constexpr size_t kBoardFewRanksMaxBytes = 64 * 1024;
 
 enum class BoardPlan : uint8_t { kNone, kOneShot, kTwoPhase };
 
-// Whether and how an allreduce of `bytes` whose algorithm resolved to
-// `chosen` (forced: by the call or CHORUS_ALGO, else the tuner's) runs on
-// the board of `nranks` ranks (shares_cores: they outnumber the host's
-// CPUs). oneshot runs one-shot, direct two-phase (above kBoardTinyBytes),
-// with a core per rank only up to kBoardSpareCoresMaxBytes; where ranks
-// share cores the tuner's choice gives way to the board (one-shot up to
-// kBoardOneShotMaxBytes, two-phase above; below kBoardManyRanks ranks only
-// up to kBoardFewRanksMaxBytes), which measured faster than every schedule
-// there. A pure function of what every rank shares.
+// A size range of allreduces that the board runs (the selection table's
+// native rows, core/selection_table.h).
+struct NativeRange {
+  size_t first = 0, last = 0;  // bytes, both included
+  // Taken only where the schedule resolved to this algorithm; kAuto: always.
+  Algorithm stands_in_for = Algorithm::kAuto;
+  BoardPlan plan = BoardPlan::kNone;
+};
+
+// The board's ranges on `nranks` ranks (shares_cores: they outnumber the
+// host's CPUs; forced: the algorithm was pinned by the call or
+// CHORUS_ALGO), in order: the first that matches decides. Where ranks
+// share cores and nothing was forced, the board runs whatever the schedule
+// would be (one-shot up to kBoardOneShotMaxBytes, two-phase above; below
+// kBoardManyRanks ranks only up to kBoardFewRanksMaxBytes), which measured
+// faster than every schedule there; otherwise a resolved oneshot runs
+// one-shot and direct two-phase (above kBoardTinyBytes), with a core per
+// rank only up to kBoardSpareCoresMaxBytes. A pure function of what every
+// rank shares.
+std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores);
+// Whether and how an allreduce of `bytes` whose schedule resolved to
+// `chosen` runs on the board: the first of BoardRanges that matches.
 BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores);
 // Board rounds one allreduce of `count` elements of `element_bytes` takes.
 uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan);
@@ -73,10 +87,6 @@ uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan);
 class BoardAllReduce {
  public:
   explicit BoardAllReduce(shm::ShmBoard* board) : board_(board) {}
-
-  // Whether an allreduce of this size can run here at all (the plan is
-  // ChooseBoardPlan's).
-  bool Fits(size_t bytes) const { return bytes <= kBoardAllReduceMaxBytes; }
 
   // One allreduce (Sum/Prod/Min/Max, Avg and PreMulSum as the communicator
   // resolved them into `op`) by `plan` (not kNone).
@@ -112,46 +122,6 @@ class BoardAllReduce {
   shm::ShmBoard* board_;
   uint64_t round_ = 0;  // rounds so far; alike on every rank
   int stuck_peer_ = -1;
-};
-
-// The board decision of the last few call shapes, so that a repeated call
-// skips the algorithm choice: a few compares and no lock (one launch of a
-// communicator runs at a time).
-class BoardDecisions {
- public:
-  // Whether the shape was seen recently, and its plan (kNone: the general
-  // path).
-  bool Find(const Operation& op, BoardPlan* plan) const {
-    for (const Entry& entry : entries_) {
-      if (entry.known && entry.Matches(op)) {
-        *plan = entry.board;
-        return true;
-      }
-    }
-    return false;
-  }
-  void Remember(const Operation& op, BoardPlan board) {
-    Entry& entry = entries_[next_];
-    next_ = (next_ + 1) % entries_.size();
-    entry = Entry{op.args.count, op.args.dtype, op.args.op, op.algorithm, op.args.in_place, true, board};
-  }
-
- private:
-  struct Entry {
-    size_t count;
-    DataType dtype;
-    ReduceOp reduce;
-    Algorithm requested;
-    bool in_place;
-    bool known;
-    BoardPlan board;
-    bool Matches(const Operation& op) const {
-      return count == op.args.count && dtype == op.args.dtype && reduce == op.args.op && requested == op.algorithm &&
-             in_place == op.args.in_place;
-    }
-  };
-  std::array<Entry, 8> entries_{};
-  size_t next_ = 0;
 };
 
 }  // namespace chorus

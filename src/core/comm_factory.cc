@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/siphash.h"
 #include "bootstrap/heartbeat.h"
+#include "core/communicator_builder.h"
 #include "core/launcher.h"
 
 namespace chorus {
@@ -134,7 +135,7 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   CHORUS_RETURN_IF_ERROR(OpenRecoveryListener(options.socket_ifname, endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": opening the recovery listener")));
   std::memcpy(endpoint->secret, id.secret, sizeof(endpoint->secret));
-  CHORUS_RETURN_IF_ERROR(Communicator::Create(id, rank, nranks, options, &shell->impl));
+  CHORUS_RETURN_IF_ERROR(BuildCommunicator(id, rank, nranks, options, &shell->impl));
   CHORUS_RETURN_IF_ERROR(ShareRecoveryAddresses(shell.get(), endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": sharing recovery addresses")));
   if (options.heartbeat_ms > 0 && nranks > 1) {

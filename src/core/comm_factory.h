@@ -1,5 +1,8 @@
-// How communicators come to be: from a unique id, from a launcher's
-// environment, or by splitting another communicator.
+// Where communicator handles come from: a unique id, a launcher's
+// environment, a split or a shrink of another communicator; and what a
+// handle adds to its Communicator (recovery listener, heartbeat, call
+// checks, flight recorder). Assembling the Communicator itself (transports,
+// rendezvous, calibration) is core/communicator_builder.h.
 #pragma once
 
 #include <memory>

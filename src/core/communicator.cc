@@ -2,28 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <tuple>
+#include <thread>
 
 #include "base/log.h"
-#include "core/executor.h"
-#include "kernels/reduce.h"
-#include "core/peer_info.h"
-#include "core/rank_layout.h"
 #include "base/spin_wait.h"
+#include "core/executor.h"
 #include "core/trace_signal.h"
-#include "core/transport_mux.h"
-#include "topology/local_rank.h"
-#include "topology/numa_groups.h"
-#include "topology/thread_placement.h"
-#include "transports/host_identity.h"
-#include "transports/transport_registry.h"
+#include "core/reduction_scaling.h"
 
 namespace chorus {
 
 namespace {
-constexpr uint64_t kPointToPointTag = 1ull << 63;
-// CHORUS_CHECK's exchanges; collective tags stay far below (sequence << 8).
+// CHORUS_CHECK's exchanges; collective tags stay far below (sequence << 8)
+// and point-to-point tags above (1 << 63, core/launch_binding.h).
 constexpr uint64_t kCallCheckTag = 1ull << 62;
 
 // The operations of one launch, for range-for.
@@ -37,29 +28,16 @@ struct OperationRange {
 // Turn waits poll this long before sleeping (base/spin_wait.h).
 constexpr SpinBudget kTurnPoll{std::chrono::microseconds(2), std::chrono::microseconds(50)};
 
-size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-uint8_t* Writable(const void* buffer) { return const_cast<uint8_t*>(static_cast<const uint8_t*>(buffer)); }
-
-// The schedule of one send, receive or local copy, from kSend to kRecv.
-Schedule OneStepSchedule(StepKind kind, int peer, size_t bytes, DataType dtype, const char* name) {
-  Schedule schedule;
-  schedule.algorithm = name;
-  schedule.dtype = dtype;
-  schedule.element_size = DataTypeSize(dtype);
-  Step step;
-  step.kind = kind;
-  step.peer = peer;
-  step.src = {BufferId::kSend, 0};
-  step.dst = {BufferId::kRecv, 0};
-  step.bytes = bytes;
-  schedule.Add(step);
-  return schedule;
-}
 }  // namespace
 
 Communicator::Communicator(int rank, int nranks, const CommOptions& options)
-    : rank_(rank), nranks_(nranks), options_(options), sends_to_(nranks, 0), recvs_from_(nranks, 0) {}
+    : rank_(rank), nranks_(nranks), options_(options), binding_(rank, nranks) {}
+
+void Communicator::AdoptTransport(std::unique_ptr<Transport> transport) {
+  transport_ = std::move(transport);
+  cores_shared_ = transport_->capabilities().shares_cores;
+  if (transport_->capabilities().needs_memory_registration) binding_.RegisterWith(transport_.get());
+}
 
 Communicator::~Communicator() {
   if (trace_signal_id_ != 0) UnregisterTraceDump(trace_signal_id_);
@@ -90,140 +68,6 @@ Status Communicator::DumpTrace(const std::string& path, const char* reason) cons
   const std::string target = path.empty() ? recorder_->ExpandPattern(recorder_->file_pattern()) : path;
   if (target.empty()) return InvalidArgument("no path given and CHORUS_TRACE_FILE is not set");
   return recorder_->Dump(target, reason, LaunchesWaitingTurn());
-}
-
-Status Communicator::Create(const UniqueIdContents& id, int rank, int nranks, const CommOptions& options,
-                            std::unique_ptr<Communicator>* out) {
-  std::unique_ptr<Communicator> comm(new Communicator(rank, nranks, options));
-  Deadline deadline = Deadline::AfterMs(options.timeout_ms);
-
-  const TransportRegistry& registry = options.transports != nullptr ? *options.transports : BuiltinTransports();
-  std::vector<const TransportDescriptor*> order;
-  CHORUS_RETURN_IF_ERROR(registry.ParseSelection(options.transport_selection, &order));
-  TransportOptions transport_options;
-  transport_options.rank = rank;
-  transport_options.nranks = nranks;
-  std::memcpy(transport_options.secret, id.secret, sizeof(id.secret));
-  transport_options.ifname = options.socket_ifname;
-  transport_options.timeout_ms = options.timeout_ms;
-  // The rank's host topology first: TCP places its listener by it (the NIC
-  // nearest to the binding) and the host stream workers run on its CPUs.
-  // I/O devices only where a selected transport will place itself by them.
-  const bool io_devices = std::any_of(order.begin(), order.end(), [&](const TransportDescriptor* descriptor) {
-    return descriptor->uses_io_devices != nullptr && descriptor->uses_io_devices(transport_options);
-  });
-  HostTopology host_topology;
-  CHORUS_RETURN_IF_ERROR(RankTopology(rank, io_devices, &host_topology)
-                             .WithContext(StrCat("rank ", rank, ": host topology")));
-  transport_options.topology = &host_topology;
-  transport_options.local_rank = LauncherLocalRank(rank);
-  bool place_threads = false;
-  CHORUS_RETURN_IF_ERROR(HelperThreadPlacementEnabled(&place_threads));
-  if (place_threads) comm->helper_cpus_ = HelperThreadCpus(host_topology);
-
-  // Every selected transport; one that cannot be created while others
-  // remain is left out with a warning (shm on a /dev/shm too small for its
-  // segment: its same-host peers then go over TCP). It publishes no address,
-  // so every rank derives the same routes from the rendezvous table.
-  std::vector<const TransportDescriptor*> kinds;
-  std::vector<std::unique_ptr<Transport>> transports;
-  PeerInfo mine;
-  mine.host = HostIdentity();
-  mine.numa_node = BindingNumaNode(host_topology);
-  for (const TransportDescriptor* descriptor : order) {
-    std::unique_ptr<Transport> transport;
-    Status status = descriptor->create(*descriptor, transport_options, options.transport_vars, &transport);
-    if (!status.ok()) {
-      if (order.size() == 1) {
-        return status.WithContext(StrCat("rank ", rank, ": creating the ", descriptor->name, " transport"));
-      }
-      CHORUS_WARN("INIT", "rank ", rank, ": ", descriptor->name, " transport unavailable, using the others of ",
-                  options.transport_selection, ": ", status.message());
-      continue;
-    }
-    mine.addresses.push_back({descriptor->name, transport->LocalAddress()});
-    kinds.push_back(descriptor);
-    transports.push_back(std::move(transport));
-  }
-  if (transports.empty()) return InvalidUsage("rank ", rank, ": no transport of CHORUS_TRANSPORT=",
-                                              options.transport_selection, " could be created");
-
-  std::vector<std::string> blobs;
-  CHORUS_RETURN_IF_ERROR(Rendezvous(id, rank, nranks, mine.Encode(), deadline, &blobs)
-                             .WithContext(StrCat("rank ", rank, ": rendezvous with ", id.root_address)));
-  std::vector<PeerPublication> peers(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    PeerInfo info;
-    CHORUS_RETURN_IF_ERROR(PeerInfo::Decode(blobs[r], &info).WithContext(StrCat("rank ", r)));
-    comm->numa_of_rank_.push_back(info.numa_node);  // kept before the publication is sliced off
-    peers[r] = std::move(info);
-  }
-  // Checked over the whole table, so that every rank fails alike.
-  CHORUS_RETURN_IF_ERROR(CheckEveryPairReachable(order, peers, options.transport_selection)
-                             .WithContext(StrCat("rank ", rank)));
-  std::vector<std::string> hosts;
-  for (const PeerPublication& peer : peers) {
-    size_t index = std::find(hosts.begin(), hosts.end(), peer.host) - hosts.begin();
-    if (index == hosts.size()) hosts.push_back(peer.host);
-    comm->topology_.host_of_rank.push_back(static_cast<int>(index));
-  }
-  // NUMA domains as a level below the host, where some host has several.
-  std::vector<int> groups = GroupRanksByNuma(comm->topology_.host_of_rank, comm->numa_of_rank_);
-  if (!groups.empty() && *std::max_element(groups.begin(), groups.end()) + 1 > static_cast<int>(hosts.size())) {
-    comm->topology_.group_of_rank = std::move(groups);
-  }
-  if (rank == 0 && CurrentLogLevel() >= LogLevel::kInfo) {
-    std::vector<std::string> host_of_rank;
-    for (const PeerPublication& peer : peers) host_of_rank.push_back(peer.host);
-    CHORUS_INFO("INIT", "layout of ", nranks, " ranks: ", DescribeRankLayout(host_of_rank, comm->numa_of_rank_));
-  }
-  // Per peer, the first selected transport that reaches it.
-  const std::vector<int> choice = ChooseTransports(order, peers, rank);
-  std::vector<int> routes(nranks, -1);
-  for (int r = 0; r < nranks; ++r) {
-    if (r == rank) continue;
-    if (choice[r] < 0) return InternalError("rank ", rank, ": no transport reaches rank ", r);
-    routes[r] = static_cast<int>(std::find(kinds.begin(), kinds.end(), order[choice[r]]) - kinds.begin());
-  }
-  // Each transport connects only to the peers routed to it (both sides
-  // route alike, from the same table): with `auto` on one host TCP opens no
-  // lanes at all, since shm serves every peer.
-  for (size_t t = 0; t < transports.size(); ++t) {
-    std::vector<std::string> addresses(nranks);
-    for (int r = 0; r < nranks; ++r) {
-      if (r == rank || routes[r] == static_cast<int>(t)) addresses[r] = *peers[r].AddressFor(kinds[t]->name);
-    }
-    CHORUS_RETURN_IF_ERROR(transports[t]->Connect(addresses, deadline)
-                               .WithContext(StrCat("rank ", rank, ": connecting over ", kinds[t]->name)));
-  }
-  // The board: every rank has it or none, since it exists when all ranks
-  // connected to one shm transport and all are routed to it, which every
-  // rank reads from the same table.
-  for (size_t t = 0; t < transports.size() && nranks > 1; ++t) {
-    shm::ShmBoard* board = SharedMemoryBoardOf(transports[t].get());
-    const bool serves_all = std::all_of(routes.begin(), routes.end(), [&](int route) {
-      return route == -1 || route == static_cast<int>(t);
-    });
-    if (board != nullptr && serves_all) comm->board_allreduce_ = std::make_unique<BoardAllReduce>(board);
-  }
-  std::unique_ptr<TransportMux> mux;
-  CHORUS_RETURN_IF_ERROR(TransportMux::Create(std::move(transports), routes, rank, nranks, &mux));
-  if (CurrentLogLevel() >= LogLevel::kInfo) {
-    std::string routes_text;
-    for (int r = 0; r < nranks; ++r) {
-      if (r != rank) routes_text += StrCat(routes_text.empty() ? "" : ", ", r, ":", mux->TransportNameFor(r));
-    }
-    CHORUS_INFO("INIT", "rank ", rank, "/", nranks, " connected (", routes_text.empty() ? "alone" : routes_text,
-                "; CHORUS_TRANSPORT=", options.transport_selection, ", chunk ", options.chunk_bytes, " B)");
-  }
-  comm->transport_ = std::move(mux);
-  comm->cores_shared_ = comm->transport_->capabilities().shares_cores;
-  if (comm->transport_->capabilities().needs_memory_registration) {
-    comm->registrations_ = std::make_unique<RegistrationCache>(comm->transport_.get());
-  }
-  if (options.use_tuner) CHORUS_RETURN_IF_ERROR(comm->Calibrate().WithContext(StrCat("rank ", rank, ": tuning")));
-  *out = std::move(comm);
-  return Status::Ok();
 }
 
 uint64_t Communicator::IssueTicket() { return next_ticket_.fetch_add(1, std::memory_order_relaxed); }
@@ -326,106 +170,72 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
   args.rank = rank_;
   std::shared_ptr<const Schedule> schedule;
   CHORUS_RETURN_IF_ERROR(schedules_.Get(args, Algorithm::kDirect, &schedule));
-  LaunchState& launch = launch_;
-  launch.Clear();
-  BoundSchedule bound;
-  bound.schedule = schedule.get();
-  bound.send = Writable(mine);
-  bound.recv = all;
-  bound.tag = kCallCheckTag | ++check_exchanges_;
-  launch.bound.push_back(bound);
-  launch.keep.push_back(std::move(schedule));
+  binding_.Begin();
+  binding_.AddTagged(std::move(schedule), mine, all, kCallCheckTag | ++check_exchanges_);
   ExecutorOptions executor_options;
   executor_options.chunk_bytes = options_.chunk_bytes;
   executor_options.staging = &staging_;
   executor_options.context = &executor_context_;
   executor_options.close_notice = &close_notice_;
-  return ExecuteSchedules(transport_.get(), rank_, launch.bound, executor_options, stop_,
+  return ExecuteSchedules(transport_.get(), rank_, binding_.bound(), executor_options, stop_,
                           Deadline::AfterMs(options_.timeout_ms));
 }
 
-namespace {
-// Bytes of `buffer` that `schedule`'s steps touch (from offset 0).
-size_t ExtentOf(const Schedule& schedule, BufferId buffer) {
-  size_t extent = 0;
-  for (const Step& step : schedule.steps) {
-    for (const BufferRange* range : {&step.src, &step.src2, &step.dst}) {
-      if (range->buffer == buffer && step.bytes > 0) extent = std::max(extent, range->offset + step.bytes);
-    }
-  }
-  return extent;
+void Communicator::BuildSelection() {
+  SelectionInputs inputs;
+  inputs.nranks = nranks_;
+  inputs.topology = &topology_;
+  inputs.model = tuner_;
+  inputs.algorithms = options_.algorithms;
+  // Every rank has the board or none; cores_shared_ is decided alike on
+  // every rank of the host (the affinity masks), and a board communicator
+  // is on one host.
+  inputs.board = board_allreduce_ != nullptr;
+  inputs.shares_cores = cores_shared_;
+  selection_ = SelectionTable(inputs);
+  selections_.Clear();
 }
-}  // namespace
 
-Status Communicator::RegisterBuffers(const std::vector<BoundSchedule>& bound) {
-  leases_.clear();
-  bound_memory_.assign(bound.size(), BoundMemory());
-  for (size_t i = 0; i < bound.size(); ++i) {
-    const BoundSchedule& b = bound[i];
-    BoundMemory& memory = bound_memory_[i];
-    for (auto [buffer, base, handle] : {std::make_tuple(BufferId::kSend, b.send, &memory.send),
-                                        std::make_tuple(BufferId::kRecv, b.recv, &memory.recv),
-                                        std::make_tuple(BufferId::kScratch, b.scratch, &memory.scratch)}) {
-      const size_t bytes = base != nullptr ? ExtentOf(*b.schedule, buffer) : 0;
-      if (bytes == 0) continue;
-      RegistrationCache::Lease lease;
-      Status status = registrations_->Acquire(base, bytes, MemoryKind::kHost, &lease);
-      if (!status.ok()) {
-        ReleaseBuffers();
-        return status.WithContext(StrCat("rank ", rank_, ": registering ", bytes, " bytes"));
+SelectionCache::Entry* Communicator::Resolve(const Operation& op) {
+  // The selection depends only on the call's shape and on what is fixed
+  // after creation: once per shape.
+  const CollectiveArgs& args = op.args;
+  if (SelectionCache::Entry* entry = selections_.Find(args, op.algorithm)) return entry;
+  const bool log = CurrentLogLevel() >= LogLevel::kInfo && logged_choices_.size() < 256;
+  std::vector<std::pair<Algorithm, double>> candidates;
+  const Selection selection = selection_.Select(args, op.algorithm, log ? &candidates : nullptr);
+  if (log && selection.source == ScheduleSource::kCostModel) {
+    std::pair<int, size_t> key(static_cast<int>(args.coll), args.count * DataTypeSize(args.dtype));
+    if (std::find(logged_choices_.begin(), logged_choices_.end(), key) == logged_choices_.end()) {
+      logged_choices_.push_back(key);
+      std::string others;
+      for (size_t i = 1; i < candidates.size(); ++i) {
+        others += StrCat(", ", AlgorithmName(candidates[i].first), " ", candidates[i].second * 1e6, " us");
       }
-      *handle = lease.handle();
-      leases_.push_back(lease);
+      CHORUS_INFO("TUNE", "rank ", rank_, " ", CollectiveName(args.coll), " ", key.second, " B on ", nranks_,
+                  " ranks: ", AlgorithmName(selection.algorithm), ", predicted ", selection.predicted_s * 1e6, " us",
+                  others);
     }
   }
-  return Status::Ok();
-}
-
-void Communicator::ReleaseBuffers() {
-  for (RegistrationCache::Lease& lease : leases_) registrations_->Release(&lease);
-  leases_.clear();
-}
-
-void Communicator::LaunchState::Clear() {
-  keep.clear();
-  p2p_schedules.clear();
-  scaled_inputs.clear();
-  bound.clear();
-  layouts.clear();
-  self_sends.clear();
-  self_recvs.clear();
+  return selections_.Remember(args, op.algorithm, selection);
 }
 
 Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args,
                                  std::shared_ptr<const Schedule>* schedule) {
-  // The choice depends only on the call's shape and on what is fixed after
-  // creation (options, tuner model, topology): resolve it once per shape.
-  if (schedules_.FindResolved(args, op.algorithm, schedule)) return Status::Ok();
-  CHORUS_RETURN_IF_ERROR(schedules_.Get(args, ChooseFor(op), schedule));
-  schedules_.RememberResolved(args, op.algorithm, *schedule);
-  return Status::Ok();
-}
-
-BoardPlan Communicator::UsesBoard(const Operation& op) {
-  if (board_allreduce_ == nullptr || op.kind != Operation::Kind::kCollective || op.grouped || op.args.count == 0 ||
-      op.args.coll != Collective::kAllReduce || !board_allreduce_->Fits(op.args.count * DataTypeSize(op.args.dtype))) {
-    return BoardPlan::kNone;
+  SelectionCache::Entry* entry = Resolve(op);
+  if (entry->schedule == nullptr) {
+    CHORUS_RETURN_IF_ERROR(schedules_.Get(args, entry->selection.algorithm, &entry->schedule));
   }
-  BoardPlan plan = BoardPlan::kNone;
-  if (board_decisions_.Find(op, &plan)) return plan;
-  // cores_shared_ is decided alike on every rank of the host (the affinity
-  // masks), and a board communicator is on one host.
-  const bool forced = op.algorithm != Algorithm::kAuto ||
-                      options_.algorithms.forced[static_cast<size_t>(Collective::kAllReduce)] != Algorithm::kAuto;
-  plan = ChooseBoardPlan(op.args.count * DataTypeSize(op.args.dtype), nranks_, ChooseFor(op), forced, cores_shared_);
-  board_decisions_.Remember(op, plan);
-  return plan;
+  *schedule = entry->schedule;
+  return Status::Ok();
 }
 
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (recorder_ != nullptr) waiting_.Clear();
-  if (nops == 1) {
-    const BoardPlan plan = UsesBoard(ops[0]);
+  // A lone allreduce may run on the board instead (core/board_allreduce.h).
+  if (nops == 1 && board_allreduce_ != nullptr && ops[0].kind == Operation::Kind::kCollective &&
+      ops[0].args.count > 0) {
+    const BoardPlan plan = Resolve(ops[0])->selection.BoardFor(ops[0].grouped);
     if (plan != BoardPlan::kNone) {
       if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
       Status status = board_allreduce_->Run(ops[0], plan, stop_, options_.timeout_ms);
@@ -435,20 +245,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   }
   // Collectives first, then point-to-point: every rank orders a launch the
   // same way, so messages between two ranks meet in the same order.
-  LaunchState& launch = launch_;
-  launch.Clear();
-  std::vector<std::shared_ptr<const Schedule>>& keep = launch.keep;
-  std::vector<Schedule>& p2p_schedules = launch.p2p_schedules;
-  std::vector<std::unique_ptr<uint8_t[]>>& scaled_inputs = launch.scaled_inputs;
-  std::vector<BoundSchedule>& bound = launch.bound;
-  p2p_schedules.reserve(nops);  // bound[] points into it
-
-  // Where each collective's scratch, and the private memory standing in for
-  // the buffers NCCL ignores on non-roots (see collective.h), start in one
-  // workspace reservation.
-  using ScratchLayout = LaunchState::ScratchLayout;
-  std::vector<ScratchLayout>& layouts = launch.layouts;
-  size_t scratch_total = 0;
+  binding_.Begin();
   for (const Operation& op : OperationRange{ops, ops + nops}) {
     // Empty collectives reach here only to be checked (CHORUS_CHECK).
     if (op.kind != Operation::Kind::kCollective || op.args.count == 0) continue;
@@ -459,91 +256,22 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     if (recorder_ != nullptr) recorder_->SetPath(static_cast<size_t>(&op - ops), schedule->algorithm.c_str());
     CHORUS_TRACE("COLL", "rank ", rank_, " ", CollectiveName(args.coll), " count ", args.count, " ",
                  DataTypeName(args.dtype), " algo ", schedule->algorithm, " steps ", schedule->steps.size());
-    BoundSchedule b;
-    b.schedule = schedule.get();
-    b.send = Writable(op.send);
-    b.recv = static_cast<uint8_t*>(op.recv);
-    b.tag = (++collective_sequence_ << 8) | static_cast<uint64_t>(args.coll);
-    if (op.premultiply && op.send != nullptr) {
-      // Scale a private copy: the user's send buffer is const.
-      size_t count = SendBufferBytes(args) / DataTypeSize(args.dtype);
-      size_t bytes = count * DataTypeSize(args.dtype);
-      std::unique_ptr<uint8_t[]> scaled(new uint8_t[bytes == 0 ? 1 : bytes]);
-      ScaleKernel(scaled.get(), op.send, count, args.dtype, op.scalar);
-      b.send = scaled.get();
-      scaled_inputs.push_back(std::move(scaled));
-    }
-    ScratchLayout layout;
-    layout.scratch = scratch_total;
-    scratch_total += RoundUp64(schedule->scratch_bytes);
-    layout.send = scratch_total;
-    if (b.send == nullptr) scratch_total += RoundUp64(SendBufferBytes(args));
-    layout.recv = scratch_total;
-    if (b.recv == nullptr) scratch_total += RoundUp64(RecvBufferBytes(args));
-    layouts.push_back(layout);
-    bound.push_back(b);
-    keep.push_back(std::move(schedule));
+    binding_.AddCollective(op, std::move(schedule));
   }
-  uint8_t* scratch = scratch_total > 0 ? scratch_.Reserve(scratch_total) : nullptr;
-  for (size_t i = 0; i < layouts.size(); ++i) {
-    bound[i].scratch = scratch + layouts[i].scratch;
-    if (bound[i].send == nullptr) bound[i].send = scratch + layouts[i].send;
-    if (bound[i].recv == nullptr) bound[i].recv = scratch + layouts[i].recv;
-  }
+  binding_.PlaceScratch();
+  CHORUS_RETURN_IF_ERROR(binding_.AddPointToPoint(ops, nops));
 
-  // Sends to oneself pair with receives from oneself of the same launch, in
-  // order, and become local copies (NCCL allows them inside a group).
-  std::vector<const Operation*>& self_sends = launch.self_sends;
-  std::vector<const Operation*>& self_recvs = launch.self_recvs;
-  for (const Operation& op : OperationRange{ops, ops + nops}) {
-    if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer != rank_) continue;
-    (op.kind == Operation::Kind::kSend ? self_sends : self_recvs).push_back(&op);
-  }
-  if (self_sends.size() != self_recvs.size()) {
-    return InvalidUsage("rank ", rank_, ": ", self_sends.size(), " send(s) to itself but ", self_recvs.size(),
-                        " receive(s) from itself in one launch; pair them inside a group");
-  }
-  for (size_t i = 0; i < self_sends.size(); ++i) {
-    if (self_sends[i]->bytes != self_recvs[i]->bytes) {
-      return InvalidUsage("rank ", rank_, ": send to itself of ", self_sends[i]->bytes,
-                          " bytes meets a receive of ", self_recvs[i]->bytes, " bytes");
-    }
-    p2p_schedules.push_back(OneStepSchedule(StepKind::kCopy, -1, self_sends[i]->bytes, chorusUint8, "self"));
-    BoundSchedule b;
-    b.schedule = &p2p_schedules.back();
-    b.send = Writable(self_sends[i]->send);
-    b.recv = static_cast<uint8_t*>(self_recvs[i]->recv);
-    bound.push_back(b);
-  }
-
-  for (const Operation& op : OperationRange{ops, ops + nops}) {
-    if (op.kind == Operation::Kind::kCollective || op.bytes == 0 || op.peer == rank_) continue;
-    const bool sending = op.kind == Operation::Kind::kSend;
-    p2p_schedules.push_back(OneStepSchedule(sending ? StepKind::kSend : StepKind::kRecv, op.peer, op.bytes, op.dtype,
-                                            sending ? "send" : "recv"));
-    BoundSchedule b;
-    b.schedule = &p2p_schedules.back();
-    b.send = Writable(op.send);
-    b.recv = static_cast<uint8_t*>(op.recv);
-    uint64_t sequence = sending ? sends_to_[op.peer]++ : recvs_from_[op.peer]++;
-    b.tag = kPointToPointTag | sequence;
-    bound.push_back(b);
-  }
-
-  if (!bound.empty()) {
+  if (!binding_.empty()) {
     ExecutorOptions executor_options;
     executor_options.chunk_bytes = options_.chunk_bytes;
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
     executor_options.waiting = &waiting_;
     executor_options.close_notice = &close_notice_;
-    if (registrations_ != nullptr) {
-      CHORUS_RETURN_IF_ERROR(RegisterBuffers(bound));
-      executor_options.memory = &bound_memory_;
-    }
-    Status executed = ExecuteSchedules(transport_.get(), rank_, bound, executor_options, stop_,
+    CHORUS_RETURN_IF_ERROR(binding_.RegisterBuffers(&executor_options));
+    Status executed = ExecuteSchedules(transport_.get(), rank_, binding_.bound(), executor_options, stop_,
                                        Deadline::AfterMs(options_.timeout_ms));
-    if (registrations_ != nullptr) ReleaseBuffers();
+    binding_.ReleaseBuffers();
     CHORUS_RETURN_IF_ERROR(executed);
   }
 
@@ -552,88 +280,8 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     if (op.kind != Operation::Kind::kCollective || !op.average || op.args.count == 0) continue;
     const CollectiveArgs& args = op.args;
     if (args.coll == Collective::kReduce && args.rank != args.root) continue;
-    size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);
-    DivideKernel(op.recv, count, args.dtype, nranks_);
+    FinishResult(op, op.recv, RecvBufferBytes(args) / DataTypeSize(args.dtype), nranks_);
   }
-  return Status::Ok();
-}
-
-Algorithm Communicator::ChooseFor(const Operation& op) {
-  const CollectiveArgs& args = op.args;
-  if (op.algorithm != Algorithm::kAuto) return Supports(op.algorithm, args.coll) ? op.algorithm : Algorithm::kRing;
-  bool forced = options_.algorithms.forced[static_cast<size_t>(args.coll)] != Algorithm::kAuto;
-  if (forced || !tuner_.valid() || nranks_ == 1) return ChooseAlgorithm(args, options_.algorithms);
-  CollectiveArgs placed = args;
-  placed.topology = &topology_;  // the hosts that the hierarchical and direct costs depend on
-  TunerChoice choice = ChooseByCost(placed, tuner_);
-  if (CurrentLogLevel() >= LogLevel::kInfo && logged_choices_.size() < 256) {
-    std::pair<int, size_t> key(static_cast<int>(args.coll), args.count * DataTypeSize(args.dtype));
-    if (std::find(logged_choices_.begin(), logged_choices_.end(), key) == logged_choices_.end()) {
-      logged_choices_.push_back(key);
-      std::string others;
-      for (size_t i = 1; i < choice.candidates.size(); ++i) {
-        others += StrCat(", ", AlgorithmName(choice.candidates[i].first), " ", choice.candidates[i].second * 1e6, " us");
-      }
-      CHORUS_INFO("TUNE", "rank ", rank_, " ", CollectiveName(args.coll), " ", key.second, " B on ", nranks_,
-                  " ranks: ", AlgorithmName(choice.algorithm), ", predicted ", choice.predicted_s * 1e6, " us",
-                  others);
-    }
-  }
-  return choice.algorithm;
-}
-
-Operation Communicator::InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const {
-  Operation op;
-  op.args.coll = Collective::kAllReduce;
-  op.args.count = count;
-  op.args.dtype = dtype;
-  op.args.op = reduce;
-  op.args.nranks = nranks_;
-  op.args.rank = rank_;
-  op.args.in_place = true;
-  op.send = data;
-  op.recv = data;
-  op.algorithm = Algorithm::kRing;
-  return op;
-}
-
-Status Communicator::TimeAllReduce(size_t bytes, int iterations, double* seconds) {
-  std::vector<float> buffer(bytes / sizeof(float), 1.0f);
-  const Operation op = InternalRingAllReduce(buffer.data(), buffer.size(), chorusFloat32, ReduceOp::kSum);
-  CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {op}));  // warm-up: connections, caches
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {op}));
-  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
-  return Status::Ok();
-}
-
-Status Communicator::Calibrate() {
-  if (!options_.tune_file.empty()) {
-    tuner_.chunk_bytes = options_.chunk_bytes;
-    CHORUS_RETURN_IF_ERROR(ReadTuneFile(options_.tune_file, &tuner_));
-    CHORUS_INFO("TUNE", "rank ", rank_, ": model from ", options_.tune_file);
-    return Status::Ok();
-  }
-  if (nranks_ == 1) return Status::Ok();
-  // A small and a larger ring allreduce give alpha and beta of the links
-  // this communicator spans; a local reduction gives gamma. Times are
-  // max-reduced so that every rank builds the same model and picks alike.
-  // The large probe must outlast a link's burst allowance to see its rate.
-  constexpr size_t kSmallBytes = 8, kLargeBytes = 2 * 1024 * 1024;
-  double times[3] = {0, 0, 0};
-  CHORUS_RETURN_IF_ERROR(TimeAllReduce(kSmallBytes, 8, &times[0]));
-  CHORUS_RETURN_IF_ERROR(TimeAllReduce(kLargeBytes, 2, &times[1]));
-  {
-    std::vector<float> a(kLargeBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 4; ++i) ReduceKernel(a.data(), a.data(), b.data(), a.size(), chorusFloat32, ReduceOp::kSum);
-    times[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 4 / kLargeBytes;
-  }
-  CHORUS_RETURN_IF_ERROR(Launch(IssueTicket(), {InternalRingAllReduce(times, 3, chorusFloat64, ReduceOp::kMax)}));
-  tuner_ = ModelFromRingTimings(nranks_, kSmallBytes, times[0], kLargeBytes, times[1], times[2], options_.chunk_bytes);
-  CHORUS_INFO("TUNE", "rank ", rank_, ": measured alpha ", tuner_.alpha_s * 1e6, " us, bandwidth ",
-              1e-9 / tuner_.beta_s_per_byte, " GB/s, reduction ", 1e-9 / std::max(1e-15, tuner_.gamma_s_per_byte),
-              " GB/s");
   return Status::Ok();
 }
 
@@ -750,49 +398,6 @@ Status Communicator::WaitIdle() {
   const bool idle = pending_cv_.wait_until(lock, deadline.time_point(), [&] { return launches() == 0; });
   pending_.fetch_sub(kIdleWaiter, std::memory_order_relaxed);
   if (!idle) return TimeoutError("rank ", rank_, ": ", launches(), " operation(s) still pending at the deadline");
-  return Status::Ok();
-}
-
-Status Communicator::CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle) {
-  std::lock_guard<std::mutex> lock(ops_mutex_);
-  premul_ops_.push_back(op);
-  premul_ops_.back().live = true;
-  *handle = static_cast<chorusRedOp_t>(chorusNumOps + premul_ops_.size() - 1);
-  return Status::Ok();
-}
-
-Status Communicator::DestroyPreMulSum(chorusRedOp_t handle) {
-  std::lock_guard<std::mutex> lock(ops_mutex_);
-  long index = static_cast<long>(handle) - chorusNumOps;
-  if (index < 0 || index >= static_cast<long>(premul_ops_.size()) || !premul_ops_[index].live) {
-    return InvalidArgument("op ", static_cast<int>(handle), " is not a live op made by chorusRedOpCreatePreMulSum");
-  }
-  premul_ops_[index].live = false;
-  return Status::Ok();
-}
-
-Status Communicator::ResolveOp(chorusRedOp_t op, DataType dtype, Operation* operation) const {
-  int value = static_cast<int>(op);
-  operation->average = false;
-  operation->premultiply = false;
-  if (value >= 0 && value < chorusNumOps) {
-    operation->args.op = value == chorusAvg ? ReduceOp::kSum : static_cast<ReduceOp>(value);
-    operation->average = value == chorusAvg;
-    return Status::Ok();
-  }
-  std::lock_guard<std::mutex> lock(ops_mutex_);
-  long index = static_cast<long>(value) - chorusNumOps;
-  if (index < 0 || index >= static_cast<long>(premul_ops_.size()) || !premul_ops_[index].live) {
-    return InvalidArgument("unknown reduction op ", value);
-  }
-  const PreMulSumOp& premul = premul_ops_[index];
-  if (premul.dtype != dtype) {
-    return InvalidArgument("PreMulSum op ", value, " was created for ", DataTypeName(premul.dtype), ", not ",
-                           DataTypeName(dtype));
-  }
-  operation->args.op = ReduceOp::kSum;
-  operation->premultiply = true;
-  std::memcpy(operation->scalar, premul.read_each_call ? premul.pointer : premul.value, DataTypeSize(dtype));
   return Status::Ok();
 }
 

@@ -1,6 +1,21 @@
 // Communicator: one rank's membership in a group of ranks. It owns the
-// transport, serialises operations in issue order, runs them through the
-// executor and remembers the first failure.
+// transport, runs launches in issue order, remembers the first failure and
+// keeps what is pending on streams. How it is assembled is
+// core/communicator_builder.h; how a launch's operations are bound to
+// memory, core/launch_binding.h.
+//
+// Words used alike in core:
+//   call       what the user asked for: one chorusAllReduce, chorusSend, ...
+//   operation  a validated call as the communicator runs it (core/operation.h)
+//   launch     the operations of one group (or one call outside a group) on
+//              one stream and communicator, run together under one ticket
+//   schedule   the steps one rank takes for a collective under one algorithm
+//              (algorithms/schedule.h), built once per call shape
+//   selection  what runs a call shape: a schedule's algorithm or a native
+//              provider such as the shm board (core/selection_table.h)
+//   execution  the executor running a launch's bound schedules over the
+//              transport (core/executor.h); the board runs some launches
+//              without one (core/board_allreduce.h)
 #pragma once
 
 #include <atomic>
@@ -20,13 +35,15 @@
 #include "core/call_check.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
+#include "core/launch_binding.h"
 #include "core/operation.h"
+#include "core/reduction_ops.h"
 #include "core/schedule_cache.h"
+#include "core/selection_table.h"
 #include "core/tuner.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
 #include "transports/transport_registry.h"
-#include "core/registration_cache.h"
 
 namespace chorus {
 
@@ -51,20 +68,9 @@ struct CommOptions {
   AlgorithmTable algorithms;
 };
 
-// A reduction op made by chorusRedOpCreatePreMulSum.
-struct PreMulSumOp {
-  DataType dtype = chorusFloat32;
-  bool read_each_call = false;   // chorusScalarDevice: read through `pointer`
-  const void* pointer = nullptr;
-  uint8_t value[8] = {};
-  bool live = false;
-};
-
 class Communicator {
  public:
-  // Joins the communicator of `id` (collective over all nranks ranks).
-  static Status Create(const UniqueIdContents& id, int rank, int nranks, const CommOptions& options,
-                       std::unique_ptr<Communicator>* out);
+  // Made by BuildCommunicator (core/communicator_builder.h).
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -125,14 +131,22 @@ class Communicator {
   // operation fails now, naming this cause, and later ones at once.
   void FailFromOutside(const Status& status) { Fail(status); }
 
-  // PreMulSum registry.
-  Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle);
-  Status DestroyPreMulSum(chorusRedOp_t handle);
+  // The PreMulSum ops (core/reduction_ops.h).
+  Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle) {
+    return reduction_ops_.CreatePreMulSum(op, handle);
+  }
+  Status DestroyPreMulSum(chorusRedOp_t handle) { return reduction_ops_.DestroyPreMulSum(handle); }
   // Resolves a public op for `dtype`: the kernel op plus Avg/PreMulSum flags.
-  Status ResolveOp(chorusRedOp_t op, DataType dtype, Operation* operation) const;
+  Status ResolveOp(chorusRedOp_t op, DataType dtype, Operation* operation) const {
+    return reduction_ops_.Resolve(op, dtype, operation);
+  }
 
  private:
+  friend class CommunicatorBuilder;
   Communicator(int rank, int nranks, const CommOptions& options);
+  // Takes the connected transport (the builder's last step before
+  // calibration, which already launches on it).
+  void AdoptTransport(std::unique_ptr<Transport> transport);
   // Waits until `ticket` is due (or the communicator aborted).
   Status AwaitTurn(uint64_t ticket);
   Status RunOperations(const Operation* ops, size_t nops);
@@ -140,21 +154,15 @@ class Communicator {
   // round where the communicator has the board, else a direct allgather on
   // a tag of its own.
   Status ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t* all);
-  // The schedule of a collective: the last one resolved for this call shape,
-  // else chosen (ChooseFor) and taken from the cache.
+  // (Re)builds the selection table from what is fixed after creation:
+  // options, tuner model, hosts, board, shares_cores. The builder calls it
+  // once connected and again after calibration.
+  void BuildSelection();
+  // What runs the collective `op` (count > 0): the entry of its shape in the
+  // cache of recent shapes, else the table's selection, remembered.
+  SelectionCache::Entry* Resolve(const Operation& op);
+  // The schedule of a collective: the resolved entry's, built on first use.
   Status ScheduleFor(const Operation& op, const CollectiveArgs& args, std::shared_ptr<const Schedule>* schedule);
-  Algorithm ChooseFor(const Operation& op);
-  // How `op` runs on the board (kNone: not): a lone allreduce of at most
-  // kBoardAllReduceMaxBytes on a communicator with a board, by
-  // ChooseBoardPlan. A function of what every rank shares
-  // (core/board_allreduce.h).
-  BoardPlan UsesBoard(const Operation& op);
-  // Fills tuner_ from CHORUS_TUNE_FILE or a short measurement on this
-  // communicator (collective: every rank runs it at creation).
-  Status Calibrate();
-  Status TimeAllReduce(size_t bytes, int iterations, double* seconds);
-  // An in-place ring allreduce of this communicator, for its own use.
-  Operation InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const;
   void Fail(const Status& status);
   // With the heartbeat on, after a launch failed on a closed connection:
   // waits briefly for the heartbeat to report why (a silent rank).
@@ -176,8 +184,12 @@ class Communicator {
   std::unique_ptr<Transport> transport_;
   bool cores_shared_ = false;  // transport_->capabilities().shares_cores, fixed at Create
   ScheduleCache schedules_;
-  Workspace scratch_, staging_;
-  TunerModel tuner_;
+  // What runs each call shape (core/selection_table.h), and the last few
+  // shapes' selections and schedules.
+  SelectionTable selection_;
+  SelectionCache selections_;
+  Workspace staging_;  // the executor's receive-reduce staging
+  TunerModel tuner_;   // set by the builder's calibration
   // Host of every rank (first-seen numbering of the rendezvous host
   // identities); fixed for the communicator's life, so the schedule cache
   // need not key on it.
@@ -197,8 +209,6 @@ class Communicator {
   std::atomic<uint64_t> next_ticket_{0};
   std::atomic<uint64_t> running_ticket_{0};
   std::atomic<int> turn_sleepers_{0};  // AwaitTurn callers asleep on order_cv_
-  uint64_t collective_sequence_ = 0;           // tags of collective messages
-  std::vector<uint64_t> sends_to_, recvs_from_;  // tags of point-to-point messages
 
   // Failure state.
   std::atomic<bool> aborted_{false};
@@ -223,34 +233,13 @@ class Communicator {
   static constexpr uint64_t kIdleWaiter = uint64_t{1} << 32;
   std::atomic<uint64_t> pending_{0};
 
-  // What a launch builds, kept between launches (only one runs at a time)
-  // so that small launches allocate nothing once warm.
-  struct LaunchState {
-    struct ScratchLayout {
-      size_t scratch = 0, send = 0, recv = 0;
-    };
-    std::vector<std::shared_ptr<const Schedule>> keep;
-    std::vector<Schedule> p2p_schedules;
-    std::vector<std::unique_ptr<uint8_t[]>> scaled_inputs;
-    std::vector<BoundSchedule> bound;
-    std::vector<ScratchLayout> layouts;
-    std::vector<const Operation*> self_sends, self_recvs;
-    void Clear();
-  };
-  LaunchState launch_;
+  // The running launch's bound schedules, kept between launches (only one
+  // runs at a time) so that small launches allocate nothing once warm.
+  LaunchBinding binding_;
   // The executor's working memory, reused by every launch.
   ExecutorContext executor_context_;
   // Tiny allreduces when every rank is on this host over shm; null otherwise.
   std::unique_ptr<BoardAllReduce> board_allreduce_;
-  // Registrations of launch buffers, only when a serving transport needs
-  // them (TransportCapabilities::needs_memory_registration); null for TCP
-  // and shared memory, which then cost nothing per launch.
-  std::unique_ptr<RegistrationCache> registrations_;
-  std::vector<RegistrationCache::Lease> leases_;  // held for one launch
-  std::vector<BoundMemory> bound_memory_;          // the launch's handles
-  Status RegisterBuffers(const std::vector<BoundSchedule>& bound);
-  void ReleaseBuffers();
-  BoardDecisions board_decisions_;
   // CHORUS_CHECK; null when off.
   std::unique_ptr<CallChecker> checker_;
   CheckExchange check_exchange_;
@@ -261,8 +250,7 @@ class Communicator {
   WaitingPeers waiting_;
   uint64_t trace_signal_id_ = 0;  // core/trace_signal.h registration; 0: none
 
-  mutable std::mutex ops_mutex_;
-  std::vector<PreMulSumOp> premul_ops_;
+  ReductionOps reduction_ops_;
 };
 
 }  // namespace chorus

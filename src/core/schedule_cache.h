@@ -1,13 +1,9 @@
 // ScheduleCache: schedules depend only on the call's shape, so each one is
-// built once per communicator and reused.
-//
-// It also remembers, for the last few call shapes, which schedule a
-// requested algorithm (kAuto included) resolved to, so that a repeated call
-// skips both the algorithm choice (the tuner evaluates every candidate's
-// cost) and the map lookup: a few compares on the small-message path.
+// built once per communicator and reused. Which algorithm a shape runs is
+// the selection table's (core/selection_table.h), which also remembers the
+// schedule of the last few shapes.
 #pragma once
 
-#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,29 +32,6 @@ class ScheduleCache {
     return Status::Ok();
   }
 
-  // The schedule remembered for `args` when `requested` was asked for, if
-  // this shape is among the recent ones. The caller guarantees that the
-  // choice is a function of the shape (it is, for one communicator).
-  bool FindResolved(const CollectiveArgs& args, Algorithm requested, std::shared_ptr<const Schedule>* out) {
-    Key key = KeyOf(args, requested);
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const Resolved& entry : resolved_) {
-      if (entry.schedule != nullptr && entry.key == key) {
-        *out = entry.schedule;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  void RememberResolved(const CollectiveArgs& args, Algorithm requested, std::shared_ptr<const Schedule> schedule) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Resolved& entry = resolved_[next_resolved_];
-    next_resolved_ = (next_resolved_ + 1) % resolved_.size();
-    entry.key = KeyOf(args, requested);
-    entry.schedule = std::move(schedule);
-  }
-
  private:
   static constexpr size_t kMaxEntries = 512;
   using Key = std::tuple<int, size_t, int, int, int, bool, int, size_t, int>;
@@ -66,15 +39,9 @@ class ScheduleCache {
     return Key{static_cast<int>(args.coll), args.count, static_cast<int>(args.dtype), static_cast<int>(args.op),
                args.root, args.in_place, static_cast<int>(algo), args.segment_bytes, args.server_count};
   }
-  struct Resolved {
-    Key key{};
-    std::shared_ptr<const Schedule> schedule;
-  };
 
   std::mutex mutex_;
   std::map<Key, std::shared_ptr<const Schedule>> cache_;
-  std::array<Resolved, 8> resolved_;
-  size_t next_resolved_ = 0;
 };
 
 }  // namespace chorus

@@ -4,6 +4,8 @@
 // Markdown (docs/tuning.md); with --tune, the tuner's whole decision table
 // for a given cluster model; with --topology, this host's topology as a
 // communicator created here would see it.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +15,8 @@
 #include "base/algorithm_descriptor.h"
 #include "base/config.h"
 #include "chorus/chorus.h"
+#include "algorithms/topology.h"
+#include "core/selection_table.h"
 #include "core/tuner.h"
 #include "topology/discovery.h"
 #include "tools/variables_markdown.h"
@@ -23,13 +27,16 @@ void Usage() {
   std::printf(
       "usage: chorus_info [--topology | --variables-markdown]\n"
       "       chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
-      "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]]\n"
+      "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]\n"
+      "                   [--shares-cores 1]]\n"
       "Prints the Chorus version, its environment variables and its algorithms; with --variables-markdown,\n"
       "the variables' table as Markdown (the one in docs/tuning.md); with --tune, the algorithm the tuner\n"
       "picks for each collective and size under that model, with every candidate's predicted time. The\n"
       "ranks sit on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within\n"
       "the host when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost\n"
-      "of each extra message in flight (default: alpha / 4). --topology prints this host's packages, NUMA\n"
+      "of each extra message in flight (default: alpha / 4). Then the communicator's selection table: per\n"
+      "collective, the size ranges and what runs there (on one host with the shared-memory board;\n"
+      "--shares-cores 1: as when the ranks outnumber the CPUs). --topology prints this host's packages, NUMA\n"
       "nodes, cores, PUs, L3 caches, devices with their NUMA node and this process's binding (hwloc;\n"
       "honours CHORUS_TOPO_FILE and CHORUS_TOPO_DUMP_FILE).\n");
 }
@@ -60,6 +67,7 @@ int PrintTuneTable(int argc, char** argv) {
   model.source = "command line";
   int ranks = 8;
   int hosts = 1;
+  bool shares_cores = false;
   double overhead_us = -1;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -77,6 +85,7 @@ int PrintTuneTable(int argc, char** argv) {
     else if (flag == "--bandwidth-GBps") model.beta_s_per_byte = 1 / (value * 1e9);
     else if (flag == "--gamma-GBps") model.gamma_s_per_byte = 1 / (value * 1e9);
     else if (flag == "--chunk") model.chunk_bytes = static_cast<size_t>(value);
+    else if (flag == "--shares-cores") shares_cores = true;
     else {
       Usage();
       return 2;
@@ -88,6 +97,17 @@ int PrintTuneTable(int argc, char** argv) {
   }
   model.overhead_s = overhead_us > 0 ? overhead_us * 1e-6 : model.alpha_s * chorus::kOverheadPerAlpha;
   std::fputs(chorus::DescribeDecisions(model, ranks, hosts).c_str(), stdout);
+  // The same contiguous blocks as DescribeDecisions.
+  chorus::Topology topology;
+  const int table_hosts = std::clamp(hosts, 1, ranks);
+  for (int r = 0; r < ranks; ++r) topology.host_of_rank.push_back(static_cast<int>(int64_t{r} * table_hosts / ranks));
+  chorus::SelectionInputs inputs;
+  inputs.nranks = ranks;
+  inputs.topology = &topology;
+  inputs.model = model;
+  inputs.board = table_hosts == 1;  // one host over shared memory
+  inputs.shares_cores = shares_cores;
+  std::fputs(chorus::SelectionTable(inputs).Describe().c_str(), stdout);
   return 0;
 }
 

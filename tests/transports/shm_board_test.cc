@@ -103,11 +103,11 @@ std::vector<std::string> RunOnThreads(int nranks, const BoardBody& body) {
   for (int rank = 0; rank < nranks; ++rank) {
     threads.emplace_back([&, rank] {
       auto* shm = static_cast<ShmTransport*>(transports[rank].get());
-      if (shm->board() == nullptr) {
+      if (shm->SharedBoard() == nullptr) {
         errors[rank] = "no board";
         return;
       }
-      errors[rank] = body(rank, shm, shm->board());
+      errors[rank] = body(rank, shm, shm->SharedBoard());
       if (!errors[rank].empty()) shm->Shutdown();  // peers fail now
     });
   }
@@ -187,8 +187,8 @@ class ProcessBoard {
     status = transport->Connect(addresses, deadline);
     if (!status.ok()) return fail(status.message());
     auto* shm = static_cast<ShmTransport*>(transport.get());
-    if (shm->board() == nullptr) return fail("no board");
-    const std::string error = body(rank, shm, shm->board());
+    if (shm->SharedBoard() == nullptr) return fail("no board");
+    const std::string error = body(rank, shm, shm->SharedBoard());
     if (!error.empty()) return fail(error);
     return 0;
   }
@@ -223,7 +223,7 @@ TEST(ShmBoardTest, NoBoardUnlessEveryRankIsConnected) {
   std::vector<std::vector<std::string>> addresses = {{"x", "x", ""}, {"x", "x", ""}, {"", "", "x"}};
   std::vector<std::unique_ptr<Transport>> transports = ConnectThreads(3, addresses);
   for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_EQ(static_cast<ShmTransport*>(transports[rank].get())->board(), nullptr) << "rank " << rank;
+    EXPECT_EQ(static_cast<ShmTransport*>(transports[rank].get())->SharedBoard(), nullptr) << "rank " << rank;
   }
 }
 

@@ -112,7 +112,7 @@ class ShmTransport : public Transport {
   bool shares_cores() const { return wait_policy_.yield_when_idle; }
   // The board of all ranks (shm_board.h) when every rank of the
   // communicator is connected here (one host, all over shm), else null.
-  shm::ShmBoard* board() const { return board_.get(); }
+  shm::ShmBoard* SharedBoard() const override { return board_.get(); }
 
  private:
   friend Status CreateShmTransport(const TransportOptions&, std::unique_ptr<Transport>*, const ShmTuning&);

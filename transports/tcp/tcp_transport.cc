@@ -51,7 +51,7 @@ Status CreateTcpTransport(const TcpOptions& options, std::unique_ptr<Transport>*
   std::unique_ptr<TcpTransport> created(new TcpTransport(options));
   CHORUS_RETURN_IF_ERROR(created->Listen());
   // Only the listener's NIC choice reads the topology, and the caller's does
-  // not outlive creation (Communicator::Create): keep no pointer to it.
+  // not outlive creation (BuildCommunicator): keep no pointer to it.
   created->options_.topology = nullptr;
   *transport = std::move(created);
   return Status::Ok();

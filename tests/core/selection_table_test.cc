@@ -1,0 +1,244 @@
+// SelectionTable: for a grid of call shapes on one host, the table selects
+// exactly what the rules before it chose (kExpected was printed by those
+// rules: the communicator's algorithm choice, then the board's plan), and
+// the cache of recent shapes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "algorithms/topology.h"
+#include "core/selection_table.h"
+
+namespace chorus {
+namespace {
+
+// One character per grid point, in the loop order of the grid test: an
+// algorithm (kLetters[id]) for the schedule path, 'O' for the board's
+// one-shot plan, 'T' for its two-phase plan; run-length coded (a letter,
+// then its repeat count when above 1).
+constexpr char kLetters[] = "?rtpshbcHSdo";
+constexpr const char* kExpectedRuns =
+    "o8ro7r2o7r191o7d2o5d3ro5d3rt8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o6d3o5d4o4d5t17rt8rt17rt8rd1"
+    "7rd7r2d17rd7r83O6o2rO5o2r2O3o4r191O6od2O5d3rO3o2d3rt8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O6d3"
+    "O5d4O3od5t17rt8rt17rt8rd17rd7r2d17rd7r83O7TrO6Tr2O5TOr191O7T2O6T2rO5T3rt8rt7r2t7r2t17rt8rd8rd7r2"
+    "d7r2d8rd7r2d7r83O7T2O6T2dO5T3dt17rt8rt17rt8rd17rd7r2d17rd7r83o8ro7r2o7r191o7d2o5d3ro5d3rt8rt7r2t"
+    "7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o6d3o5d4o4d5t17rt8rt17rt8rd17rd7r2d17rd7r2675o27r189o27t8rt7r2t"
+    "7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o27t17rt8rt17rt8rd17rd7r2d17rd7r83O6o3O5o4O3o6r189O6o3O5o4O3o6t"
+    "8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O6o3O5o4O3o6t17rt8rt17rt8rd17rd7r2d17rd7r83O17oO8or189O1"
+    "7oO8ot8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O17oO8ot17rt8rt17rt8rd17rd7r2d17rd7r83o27r189o27t8"
+    "rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o27t17rt8rt17rt8rd17rd7r2d17rd7r2675d27r54d54r81d27t8rt7r"
+    "2t7r2t17rt8rd54r81d27t17rt8rt17rt8rd54r81d5Td6T2d6Td6r54d54r81d5Td6T2d6Td6t8rt7r2t7r2t17rt8rd54r"
+    "81d5Td6T2d6Td6t17rt8rt17rt8rd54r81d5T4d3T5d3T6dr54d54r81d5T4d3T5d3T6dt8rt7r2t7r2t17rt8rd54r81d5T"
+    "4d3T5d3T6dt17rt8rt17rt8rd54r81d27r54d54r81d27t8rt7r2t7r2t17rt8rd54r81d27t17rt8rt17rt8rd54r2673o7"
+    "r2o5r4o5r193o5d4o4d4ro2d5r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o5d4o4d5o2d6rt17rt8rt17rt8rd"
+    "8rd7r2d7r2d8rd7r2d6r84O6or2O5r4O3o2r193O5Td3O4Td3rO2Td4r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r"
+    "84O5Td3O4Td4O2Td5rt17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84O7TrO6Tr2O5Tr192O7T2O6T2rO5T2r2t8rt7r2t6r"
+    "3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O7T2O6T2dO5T3rt17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84o7r2o5r4o5r193"
+    "o5d4o4d4ro2d5r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o5d4o4d5o2d6rt17rt8rt17rt8rd8rd7r2d7r2d8"
+    "rd7r2d6r2676o27r189o27t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o27t17rt8rt17rt8rd8rd7r2d7r2d8rd7"
+    "r2d6r84O6o3O5o4O3o6r189O6o3O5o4O3o6t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O6o3O5o4O3o6t17rt8rt"
+    "17rt8rd8rd7r2d7r2d8rd7r2d6r84O17oO8or189O17oO8ot8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O17oO8ot"
+    "17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84o27r189o27t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o27t17rt8"
+    "rt17rt8rd8rd7r2d7r2d8rd7r2d6r2676d27r54d54r81d27t8rt7r2t6r3t17rt8rd54r81d27t17rt8rt17rt8rd54r81d"
+    "5Td6T2d6Td6r54d54r81d5Td6T2d6Td6t8rt7r2t6r3t17rt8rd54r81d5Td6T2d6Td6t17rt8rt17rt8rd54r81d5T4d3T5"
+    "d3T6dr54d54r81d5T4d3T5d3T6dt8rt7r2t6r3t17rt8rd54r81d5T4d3T5d3T6dt17rt8rt17rt8rd54r81d27r54d54r81"
+    "d27t8rt7r2t6r3t17rt8rd54r81d27t17rt8rt17rt8rd54r2673t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6"
+    "r3t8rt7r2t6r3t8rt7r2t6r138t8rt8rt7r2t8rt8rt7r2t8rt8rt7r137t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8r"
+    "t7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt8rt7r2t8rt8rt7r2t8rt8rt7r137O7TrO6Tr2O5Tr3t8rt7r2t6r3t8rt7r2"
+    "t6r138O7TrO6Tr2O5Tr3t8rt7r2t6r3t8rt7r2t6r138O7T2O6T2rO5T3rt8rt8rt7r2t8rt8rt7r137t8rt7r2t6r3t8rt7"
+    "r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt8rt7r2t8rt8rt7r2t8rt8rt7r2729o27t8rt7r"
+    "2t6r3t8rt7r2t6r138o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt8rt7r2t8rt8rt7r137O6o3O5o4O3o6t8rt7r2t6r3t8r"
+    "t7r2t6r138O6o3O5o4O3o6t8rt7r2t6r3t8rt7r2t6r138O6o3O5o4O3o6t8rt8rt7r2t8rt8rt7r137O17oO8ot8rt7r2t6"
+    "r3t8rt7r2t6r138O17oO8ot8rt7r2t6r3t8rt7r2t6r138O17oO8ot8rt8rt7r2t8rt8rt7r137o27t8rt7r2t6r3t8rt7r2"
+    "t6r138o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt8rt7r2t8rt8rt7r2729d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8r"
+    "t7r2t6r3t8rt7r2t6r3d54r81d27t8rt8rt7r2t8rt8rt7r2d54r81d5Td6T2d6Td6t8rt7r2t6r3t8rt7r2t6r3d54r81d5"
+    "Td6T2d6Td6t8rt7r2t6r3t8rt7r2t6r3d54r81d5Td6T2d6Td6t8rt8rt7r2t8rt8rt7r2d54r81d5T4d3T5d3T6dt8rt7r2"
+    "t6r3t8rt7r2t6r3d54r81d5T4d3T5d3T6dt8rt7r2t6r3t8rt7r2t6r3d54r81d5T4d3T5d3T6dt8rt8rt7r2t8rt8rt7r2d"
+    "54r81d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt8rt7r2t8rt8rt7r2d54r26"
+    "73"
+    ;
+
+std::string Expand(const char* runs) {
+  std::string out;
+  for (const char* p = runs; *p != '\0';) {
+    const char letter = *p++;
+    size_t count = 0;
+    while (*p >= '0' && *p <= '9') count = count * 10 + static_cast<size_t>(*p++ - '0');
+    out.append(count == 0 ? 1 : count, letter);
+  }
+  return out;
+}
+
+TunerModel GridModel(int which) {
+  TunerModel model;
+  if (which == 2) return model;  // none: the size rule
+  model.chunk_bytes = 512 * 1024;
+  const char* text = which == 0 ? "alpha_us=20 bandwidth_GBps=1.25 gamma_GBps=10"
+                                : "alpha_us=2 bandwidth_GBps=10 gamma_GBps=10";
+  EXPECT_TRUE(ParseTuneText(text, "grid", &model).ok());
+  return model;
+}
+
+char Letter(const Selection& selection, bool grouped) {
+  const BoardPlan plan = selection.BoardFor(grouped);
+  if (plan == BoardPlan::kOneShot) return 'O';
+  if (plan == BoardPlan::kTwoPhase) return 'T';
+  return kLetters[static_cast<int>(selection.algorithm)];
+}
+
+TEST(SelectionTableTest, EveryShapeOnOneHostSelectsWhatTheEarlierRulesChose) {
+  const char* specs[] = {"", "allreduce:oneshot", "direct"};
+  const Algorithm requests[] = {Algorithm::kAuto, Algorithm::kRing};
+  const int ranks[] = {2, 4, 8};
+  const DataType dtypes[] = {chorusUint8, chorusFloat32, chorusFloat64};
+  const size_t counts[] = {1, 3, 1024, 1025, 2048, 8192, 16384, 65536, 262145};
+  const std::string expected = Expand(kExpectedRuns);
+  ASSERT_EQ(expected.size(), 3u * 3 * 2 * 4 * 3 * kCollectiveCount * 3 * 9);
+  size_t index = 0, mismatches = 0;
+  for (int which = 0; which < 3; ++which) {
+    for (const char* spec : specs) {
+      SelectionInputs inputs;
+      inputs.model = GridModel(which);
+      ASSERT_TRUE(ParseAlgorithmSpec(spec, &inputs.algorithms).ok());
+      for (Algorithm requested : requests) {
+        // No board; the board with a core per rank; ranks sharing cores;
+        // the same, launched in a group.
+        for (int board = 0; board < 4; ++board) {
+          for (int p : ranks) {
+            Topology topology;
+            topology.host_of_rank.assign(p, 0);
+            inputs.nranks = p;
+            inputs.topology = &topology;
+            inputs.board = board != 0;
+            inputs.shares_cores = board >= 2;
+            const SelectionTable table(inputs);
+            for (size_t c = 0; c < kCollectiveCount; ++c) {
+              for (DataType dtype : dtypes) {
+                for (size_t count : counts) {
+                  CollectiveArgs args;
+                  args.coll = static_cast<Collective>(c);
+                  args.count = count;
+                  args.dtype = dtype;
+                  args.nranks = p;
+                  args.rank = 0;
+                  args.topology = &topology;
+                  ASSERT_LT(index, expected.size());
+                  const char got = Letter(table.Select(args, requested), board == 3);
+                  if (got != expected[index] && ++mismatches <= 20) {
+                    ADD_FAILURE() << "model " << which << ", CHORUS_ALGO '" << spec << "', requested "
+                                  << AlgorithmName(requested) << ", board state " << board << ", " << p << " ranks, "
+                                  << CollectiveName(args.coll) << " " << count << " x " << DataTypeName(dtype)
+                                  << ": expected '" << expected[index] << "', selected '" << got << "'";
+                  }
+                  ++index;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(index, expected.size());
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(SelectionTableTest, BoardRangesAreTheBoardPlanRules) {
+  // Ranks share cores, nothing forced: the board whatever the schedule,
+  // one-shot then two-phase; below kBoardManyRanks ranks only up to
+  // kBoardFewRanksMaxBytes, then where the schedule is oneshot or direct.
+  const std::vector<NativeRange> few = BoardRanges(4, false, true);
+  ASSERT_EQ(few.size(), 4u);
+  EXPECT_EQ(few[0].last, kBoardOneShotMaxBytes);
+  EXPECT_EQ(few[0].stands_in_for, Algorithm::kAuto);
+  EXPECT_EQ(few[1].first, kBoardOneShotMaxBytes + 1);
+  EXPECT_EQ(few[1].last, kBoardFewRanksMaxBytes);
+  EXPECT_EQ(few[1].plan, BoardPlan::kTwoPhase);
+  EXPECT_EQ(few[2].stands_in_for, Algorithm::kOneShot);
+  EXPECT_EQ(few[3].stands_in_for, Algorithm::kDirect);
+  EXPECT_EQ(few[3].last, kBoardAllReduceMaxBytes);
+  EXPECT_EQ(BoardRanges(8, false, true).size(), 2u);
+  // A core per rank: only where the schedule is oneshot or direct, to 8 KiB.
+  const std::vector<NativeRange> spare = BoardRanges(2, false, false);
+  ASSERT_EQ(spare.size(), 2u);
+  EXPECT_EQ(spare[0].last, kBoardSpareCoresMaxBytes);
+  EXPECT_EQ(spare[1].first, kBoardTinyBytes + 1);
+  EXPECT_TRUE(BoardRanges(1, false, true).empty());
+}
+
+TEST(SelectionTableTest, ForcedAlgorithmIsOneRangeAndTheSizeRuleTwo) {
+  SelectionInputs inputs;
+  inputs.nranks = 4;
+  ASSERT_TRUE(ParseAlgorithmSpec("allreduce:hd", &inputs.algorithms).ok());
+  const SelectionTable table(inputs);
+  ASSERT_EQ(table.schedule_ranges(Collective::kAllReduce).size(), 1u);
+  EXPECT_EQ(table.schedule_ranges(Collective::kAllReduce)[0].algorithm, Algorithm::kHalvingDoubling);
+  EXPECT_EQ(table.schedule_ranges(Collective::kAllReduce)[0].source, ScheduleSource::kForced);
+  const auto& broadcast = table.schedule_ranges(Collective::kBroadcast);
+  ASSERT_EQ(broadcast.size(), 2u);
+  EXPECT_EQ(broadcast[0].algorithm, Algorithm::kTree);
+  EXPECT_EQ(broadcast[0].last, kTreeAlwaysBytes);
+  EXPECT_EQ(broadcast[1].algorithm, Algorithm::kRing);
+  ASSERT_EQ(table.schedule_ranges(Collective::kAllGather).size(), 1u);
+  EXPECT_EQ(table.schedule_ranges(Collective::kAllGather)[0].algorithm, Algorithm::kRing);
+}
+
+TEST(SelectionTableTest, DescribeListsNativeRowsBeforeScheduleRows) {
+  SelectionInputs inputs;
+  inputs.nranks = 8;
+  inputs.board = true;
+  inputs.shares_cores = true;
+  const std::string text = SelectionTable(inputs).Describe();
+  for (const char* line : {"# selection table: p=8 board (ranks share cores)",
+                           "allreduce 0..32768 B: native board-oneshot (instead of any schedule",
+                           "allreduce 32769..1048576 B: native board-twophase",
+                           "allreduce 0..262144 B: schedule tree (size rule)",
+                           "allreduce 262145..inf B: schedule ring (size rule)",
+                           "allgather 0..inf B: schedule ring (size rule)"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_LT(text.find("native board-oneshot"), text.find("schedule tree"));
+}
+
+CollectiveArgs AllReduceOf(size_t count) {
+  CollectiveArgs args;
+  args.coll = Collective::kAllReduce;
+  args.count = count;
+  args.dtype = chorusFloat32;
+  args.op = ReduceOp::kSum;
+  args.nranks = 2;
+  args.rank = 0;
+  return args;
+}
+
+TEST(SelectionCacheTest, ShapesAreFoundUntilEightNewerOnesReplaceThem) {
+  SelectionCache cache;
+  Selection tree;
+  tree.algorithm = Algorithm::kTree;
+  EXPECT_EQ(cache.Find(AllReduceOf(2), Algorithm::kAuto), nullptr);
+  cache.Remember(AllReduceOf(2), Algorithm::kAuto, tree);
+  ASSERT_NE(cache.Find(AllReduceOf(2), Algorithm::kAuto), nullptr);
+  EXPECT_EQ(cache.Find(AllReduceOf(2), Algorithm::kAuto)->selection.algorithm, Algorithm::kTree);
+
+  // Another requested algorithm, count, op or placement is another shape.
+  EXPECT_EQ(cache.Find(AllReduceOf(2), Algorithm::kTree), nullptr);
+  EXPECT_EQ(cache.Find(AllReduceOf(4), Algorithm::kAuto), nullptr);
+  CollectiveArgs max = AllReduceOf(2);
+  max.op = ReduceOp::kMax;
+  EXPECT_EQ(cache.Find(max, Algorithm::kAuto), nullptr);
+  CollectiveArgs in_place = AllReduceOf(2);
+  in_place.in_place = true;
+  EXPECT_EQ(cache.Find(in_place, Algorithm::kAuto), nullptr);
+
+  // Small and round robin: the oldest shape goes first.
+  for (size_t count = 100; count < 107; ++count) cache.Remember(AllReduceOf(count), Algorithm::kAuto, Selection());
+  EXPECT_NE(cache.Find(AllReduceOf(2), Algorithm::kAuto), nullptr);
+  cache.Remember(AllReduceOf(107), Algorithm::kAuto, Selection());
+  EXPECT_EQ(cache.Find(AllReduceOf(2), Algorithm::kAuto), nullptr);
+  EXPECT_NE(cache.Find(AllReduceOf(107), Algorithm::kAuto), nullptr);
+  cache.Clear();
+  EXPECT_EQ(cache.Find(AllReduceOf(107), Algorithm::kAuto), nullptr);
+}
+
+}  // namespace
+}  // namespace chorus
