@@ -11,6 +11,7 @@
 
 #include "algorithms/algorithm.h"
 #include "core/executor.h"
+#include "core/pointer_kind.h"
 #include "core/workspace.h"
 #include "executor_case.h"
 #include "fake_device_memory.h"
@@ -304,6 +305,14 @@ TEST(DeviceStagingTest, PinnedHostMemoryIsNotStaged) {
     ASSERT_TRUE(results[r].ok()) << results[r].message();
     EXPECT_EQ(recv[r], std::vector<int32_t>(64, 10));
   }
+}
+
+// Ordinary memory is host memory in every build (a CUDA build asks the
+// runtime, which knows nothing of it, or has no driver at all).
+TEST(PointerKindTest, HostMemoryIsHost) {
+  std::vector<uint8_t> host(64);
+  EXPECT_EQ(ClassifyPointer(host.data()), MemoryKind::kHost);
+  EXPECT_EQ(ClassifyPointer(nullptr), MemoryKind::kHost);
 }
 
 }  // namespace
