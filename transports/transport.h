@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/deadline.h"
+#include "base/memory_kind.h"
 #include "base/status.h"
 #include "topology/host_topology.h"
 
@@ -18,7 +19,10 @@ namespace chorus {
 
 struct TransportCapabilities {
   bool same_host_only = false;   // peers must share a host (shm, cuda_ipc)
-  bool gpu_memory = false;       // accepts device pointers
+  // The kinds of memory PostSend/PostRecv may be given (base/memory_kind.h).
+  // The executor stages the others through host chunks; a transport that
+  // reads device memory itself (CUDA IPC) adds kCudaDevice.
+  MemoryKindMask memory_kinds = kCpuAccessibleKinds;
   bool one_sided_write = false;  // RDMA-style writes into registered memory
   int max_inflight = 0;          // per endpoint, 0 = unbounded
   // Some endpoints combine on receipt (TransferRequest::combine); ask the
@@ -37,9 +41,6 @@ struct TransportCapabilities {
 namespace shm {
 class ShmBoard;  // transports/shm/shm_board.h
 }  // namespace shm
-
-// What kind of memory a registration covers.
-enum class MemoryKind { kHost, kDevice };
 
 class Transport;
 struct MemoryHandleSet;

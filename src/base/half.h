@@ -1,5 +1,5 @@
 // Exact IEEE conversions between float32 and the 16-bit float formats
-// (binary16 "half" and bfloat16). Written as bit manipulation plus selects,
+// (binary16 "half" and bfloat16), shared by the CPU and CUDA kernels. Written as bit manipulation plus selects,
 // without table lookups, so that the kernels' loops stay vectorisable.
 //
 // Guarantees (in the default round-to-nearest mode; FTZ/DAZ do not matter,
@@ -14,26 +14,19 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+
+#include "base/host_device.h"
 
 namespace chorus {
 
 namespace half_internal {
-inline uint32_t FloatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-inline float BitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
+CHORUS_HOST_DEVICE inline uint32_t FloatBits(float f) { return BitCast<uint32_t>(f); }
+CHORUS_HOST_DEVICE inline float BitsToFloat(uint32_t u) { return BitCast<float>(u); }
 }  // namespace half_internal
 
 // Both conversions compute every candidate result and pick one with selects
 // (no branches), which lets the compiler vectorise loops that call them.
-inline float HalfToFloat(uint16_t h) {
+CHORUS_HOST_DEVICE inline float HalfToFloat(uint16_t h) {
   using half_internal::BitsToFloat;
   using half_internal::FloatBits;
   constexpr uint32_t kShiftedExponent = 0x7c00u << 13;  // half exponent in float position
@@ -49,7 +42,7 @@ inline float HalfToFloat(uint16_t h) {
   return BitsToFloat(bits | ((static_cast<uint32_t>(h) & 0x8000u) << 16));
 }
 
-inline uint16_t FloatToHalf(float f) {
+CHORUS_HOST_DEVICE inline uint16_t FloatToHalf(float f) {
   using half_internal::BitsToFloat;
   using half_internal::FloatBits;
   const uint32_t all = FloatBits(f);
@@ -72,11 +65,11 @@ inline uint16_t FloatToHalf(float f) {
   return static_cast<uint16_t>(out | (sign >> 16));
 }
 
-inline float Bfloat16ToFloat(uint16_t b) {
+CHORUS_HOST_DEVICE inline float Bfloat16ToFloat(uint16_t b) {
   return half_internal::BitsToFloat(static_cast<uint32_t>(b) << 16);
 }
 
-inline uint16_t FloatToBfloat16(float f) {
+CHORUS_HOST_DEVICE inline uint16_t FloatToBfloat16(float f) {
   const uint32_t bits = half_internal::FloatBits(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) {
     return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // quiet NaN

@@ -22,6 +22,15 @@ struct StepState {
   const Step* step = nullptr;
   const BoundSchedule* bound = nullptr;
   const BoundMemory* memory = nullptr;  // null: no registrations
+  // The engine of the step's memory: of its one operand kind the CPU cannot
+  // touch, if any, else the host's.
+  LocalEngine* engine = nullptr;
+  // Network step on a kind the transport does not take: each chunk goes
+  // through a host staging slot, copied by `engine`.
+  bool staged = false;
+  // Every operand is CPU-accessible, so a receive-reduce may be combined on
+  // receipt by the CPU kernels.
+  bool cpu_operands = true;
   size_t chunk = 0;       // bytes per chunk (last one may be shorter)
   size_t nchunks = 0;
   size_t next_chunk = 0;  // next chunk to start
@@ -52,7 +61,9 @@ struct ReduceTarget {
   ReduceOp op = ReduceOp::kSum;
 };
 
-// ReceiveCombiner::fn: the transport may call it in several pieces.
+// ReceiveCombiner::fn: the transport may call it in several pieces. Only
+// steps whose operands the CPU may touch combine (StepState::cpu_operands), so
+// this calls the CPU kernel, the host engine's, directly.
 void ReduceIncoming(void* context, size_t offset, const void* incoming, size_t bytes) {
   const auto* target = static_cast<const ReduceTarget*>(context);
   ReduceKernel(target->dst + offset, target->src + offset, incoming, bytes / target->element_size, target->dtype,
@@ -65,7 +76,8 @@ struct Slot {
   bool busy = false;
   uint32_t state = 0;
   size_t chunk = 0;
-  uint8_t* staging = nullptr;  // receive-reduce through staging only
+  // Host chunk for staged steps and receive-reduces not combined on receipt.
+  uint8_t* staging = nullptr;
   // Receive-reduce on an endpoint that combines on receipt.
   ReduceTarget target;
   ReceiveCombiner combiner;
@@ -81,7 +93,8 @@ struct PeerChannel {
   // Receive-reduce chunks are reduced by the transport as they arrive, or
   // land in staging and are reduced when done.
   bool combines = false;
-  bool needs_staging = false;
+  bool recv_needs_staging = false;
+  bool send_needs_staging = false;  // some send is staged
 };
 
 MemoryHandle MemoryOf(const BoundMemory* memory, const BufferRange& range) {
@@ -92,6 +105,15 @@ MemoryHandle MemoryOf(const BoundMemory* memory, const BufferRange& range) {
     case BufferId::kScratch: return memory->scratch;
   }
   return MemoryHandle();
+}
+
+MemoryKind KindOf(const BoundSchedule& bound, const BufferRange& range) {
+  switch (range.buffer) {
+    case BufferId::kSend: return bound.send_kind;
+    case BufferId::kRecv: return bound.recv_kind;
+    case BufferId::kScratch: return bound.scratch_kind;
+  }
+  return MemoryKind::kHost;
 }
 
 uint8_t* Resolve(const BoundSchedule& bound, const BufferRange& range) {
@@ -160,9 +182,10 @@ class Execution {
   void FindPacedReaders();
   bool HeldBack(const StepState& state, size_t c) const;
   void FinishChunk(StepState& state, size_t c);
-  bool RunLocalSteps();
+  Status ChooseEngine(const Schedule& schedule, size_t index, MemoryKindMask transport_kinds, StepState* state) const;
+  Status RunLocalSteps(bool* progressed);
   Status PostTransfers(PeerChannel& channel, bool sending, bool* progressed);
-  bool ReapTransfers(PeerChannel& channel);
+  Status ReapTransfers(PeerChannel& channel, bool* progressed);
   std::string DescribeWaiting() const;
   PeerChannel* channels_begin() const { return s_.channels.data(); }
   PeerChannel* channels_end() const { return s_.channels.data() + s_.nchannels; }
@@ -174,6 +197,7 @@ class Execution {
   Transport* transport_;
   int rank_;
   ExecutorOptions options_;
+  const LocalEngines& engines_ = options_.engines != nullptr ? *options_.engines : DefaultLocalEngines();
   ExecutionState& s_;
   size_t remaining_ = 0;
   bool has_paced_ = false;  // some step of this launch is paced
@@ -206,7 +230,8 @@ Status Execution::ChannelTo(int peer, PeerChannel** out) {
     channel.recv_steps.clear();
     channel.send_head = channel.recv_head = 0;
     channel.combines = options_.combine_on_receive && endpoint->combine_on_receive();
-    channel.needs_staging = false;
+    channel.recv_needs_staging = false;
+    channel.send_needs_staging = false;
   }
   *out = &s_.channels[index];
   return Status::Ok();
@@ -222,6 +247,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     return InternalError("executor: ", options_.memory->size(), " memory registrations for ", schedules.size(),
                          " schedules");
   }
+  const MemoryKindMask transport_kinds = transport_->capabilities().memory_kinds;
   for (size_t index = 0; index < schedules.size(); ++index) {
     const BoundSchedule& bound = schedules[index];
     const Schedule& schedule = *bound.schedule;
@@ -235,6 +261,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       state.bound = &bound;
       state.memory = options_.memory != nullptr ? &(*options_.memory)[index] : nullptr;
       state.chunk = chunk;
+      CHORUS_RETURN_IF_ERROR(ChooseEngine(schedule, i, transport_kinds, &state));
       // A zero-byte step still orders its dependants after its dependencies:
       // it becomes one empty local chunk, never sent.
       state.nchunks = step.bytes == 0 ? 1 : (step.bytes + chunk - 1) / chunk;
@@ -258,22 +285,24 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       CHORUS_RETURN_IF_ERROR(ChannelTo(step.peer, &channel));
       if (step.kind == StepKind::kSend) {
         channel->send_steps.push_back(static_cast<uint32_t>(base + i));
+        channel->send_needs_staging |= state.staged;
       } else {
         channel->recv_steps.push_back(static_cast<uint32_t>(base + i));
-        if (step.kind == StepKind::kRecvReduce && !channel->combines) channel->needs_staging = true;
+        const bool combined = step.kind == StepKind::kRecvReduce && channel->combines && state.cpu_operands;
+        channel->recv_needs_staging |= state.staged || (step.kind == StepKind::kRecvReduce && !combined);
       }
     }
     base += schedule.steps.size();
   }
   FindPacedReaders();
 
-  // Staging for receive-reduce: one chunk per in-flight slot.
+  // Host staging: one chunk per in-flight slot of each direction that needs it.
   const size_t slots = static_cast<size_t>(std::max(1, options_.max_inflight_per_peer));
   size_t max_chunk = 0;
   for (const StepState& state : s_.states) max_chunk = std::max(max_chunk, state.chunk);
   size_t staging_channels = 0;
   for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
-    staging_channels += channel->needs_staging ? 1 : 0;
+    staging_channels += (channel->recv_needs_staging ? 1 : 0) + (channel->send_needs_staging ? 1 : 0);
   }
   uint8_t* staging = nullptr;
   if (staging_channels > 0) staging = options_.staging->Reserve(staging_channels * slots * max_chunk);
@@ -283,15 +312,56 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     // sets the rest of a slot.
     channel->send_slots.resize(slots);
     channel->recv_slots.resize(slots);
-    for (Slot& slot : channel->send_slots) slot.busy = false;
+    for (Slot& slot : channel->send_slots) {
+      slot.busy = false;
+      slot.staging = nullptr;
+      if (!channel->send_needs_staging) continue;
+      slot.staging = staging;
+      staging += max_chunk;
+    }
     for (Slot& slot : channel->recv_slots) {
       slot.busy = false;
       slot.staging = nullptr;
-      if (!channel->needs_staging) continue;
+      if (!channel->recv_needs_staging) continue;
       slot.staging = staging;
       staging += max_chunk;
     }
   }
+  return Status::Ok();
+}
+
+// A step's operands may mix CPU-accessible memory with at most one other
+// kind, whose engine then does the step (engines take host operands).
+Status Execution::ChooseEngine(const Schedule& schedule, size_t index, MemoryKindMask transport_kinds,
+                               StepState* state) const {
+  const Step& step = *state->step;
+  const BoundSchedule& bound = *state->bound;
+  const BufferRange* operands[3] = {};
+  switch (step.kind) {
+    case StepKind::kSend: operands[0] = &step.src; break;
+    case StepKind::kRecv: operands[0] = &step.dst; break;
+    case StepKind::kRecvReduce:
+    case StepKind::kCopy: operands[0] = &step.dst; operands[1] = &step.src; break;
+    case StepKind::kReduce: operands[0] = &step.dst; operands[1] = &step.src; operands[2] = &step.src2; break;
+  }
+  MemoryKind kind = MemoryKind::kHost;
+  for (const BufferRange* operand : operands) {
+    if (operand == nullptr) continue;
+    const MemoryKind operand_kind = KindOf(bound, *operand);
+    if (IsCpuAccessible(operand_kind)) continue;
+    if (!IsCpuAccessible(kind) && kind != operand_kind) {
+      return InvalidArgument("schedule '", schedule.algorithm, "' step ", index, " mixes ", MemoryKindName(kind),
+                             " and ", MemoryKindName(operand_kind), " memory");
+    }
+    kind = operand_kind;
+  }
+  state->engine = engines_.For(kind);
+  if (state->engine == nullptr) {
+    return InvalidArgument("no local engine for ", MemoryKindName(kind), " memory (schedule '", schedule.algorithm,
+                           "' step ", index, "); this build or this call cannot use it");
+  }
+  state->cpu_operands = IsCpuAccessible(kind);
+  state->staged = IsNetworkStep(step.kind) && !Contains(transport_kinds, kind);
   return Status::Ok();
 }
 
@@ -350,8 +420,7 @@ void Execution::FinishChunk(StepState& state, size_t c) {
   if (state.complete()) --remaining_;
 }
 
-bool Execution::RunLocalSteps() {
-  bool progressed = false;
+Status Execution::RunLocalSteps(bool* progressed) {
   for (uint32_t index : s_.local_steps) {
     StepState& state = s_.states[index];
     const Step& step = *state.step;
@@ -364,16 +433,17 @@ bool Execution::RunLocalSteps() {
       if (length == 0) {
         // an empty step: only its ordering matters
       } else if (step.kind == StepKind::kCopy) {
-        if (dst != src) std::memmove(dst, src, length);
+        CHORUS_RETURN_IF_ERROR(state.engine->Copy(dst, src, length));
       } else {  // kReduce
         const uint8_t* src2 = Resolve(*state.bound, step.src2) + offset;
-        ReduceKernel(dst, src, src2, length / schedule.element_size, schedule.dtype, schedule.op);
+        CHORUS_RETURN_IF_ERROR(
+            state.engine->Reduce(dst, src, src2, length / schedule.element_size, schedule.dtype, schedule.op));
       }
       FinishChunk(state, c);
-      progressed = true;
+      *progressed = true;
     }
   }
-  return progressed;
+  return Status::Ok();
 }
 
 Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progressed) {
@@ -403,18 +473,23 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
     if (sending) {
       slot.request.buffer = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
       slot.request.memory = MemoryOf(state.memory, step.src);
+      if (state.staged) {
+        CHORUS_RETURN_IF_ERROR(state.engine->Copy(slot.staging, slot.request.buffer, slot.request.bytes));
+        slot.request.buffer = slot.staging;
+        slot.request.memory = MemoryHandle();
+      }
       CHORUS_RETURN_IF_ERROR(channel.endpoint->PostSend(&slot.request));
     } else {
       uint8_t* dst = Resolve(*state.bound, step.dst) + state.ChunkBegin(c);
       slot.request.buffer = dst;
       slot.request.memory = MemoryOf(state.memory, step.dst);
-      if (step.kind == StepKind::kRecvReduce && channel.combines) {
+      if (step.kind == StepKind::kRecvReduce && channel.combines && state.cpu_operands) {
         const Schedule& schedule = *state.bound->schedule;
         const uint8_t* src = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
         slot.target = {dst, src, std::max<size_t>(1, schedule.element_size), schedule.dtype, schedule.op};
         slot.combiner = {ReduceIncoming, &slot.target};
         slot.request.combine = &slot.combiner;
-      } else if (step.kind == StepKind::kRecvReduce) {
+      } else if (step.kind == StepKind::kRecvReduce || state.staged) {
         slot.request.buffer = slot.staging;
         slot.request.memory = MemoryHandle();
       }
@@ -425,13 +500,12 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
   return Status::Ok();
 }
 
-bool Execution::ReapTransfers(PeerChannel& channel) {
-  bool progressed = false;
+Status Execution::ReapTransfers(PeerChannel& channel, bool* progressed) {
   for (Slot& slot : channel.send_slots) {
     if (!slot.busy || !slot.request.done) continue;
     slot.busy = false;
     FinishChunk(s_.states[slot.state], slot.chunk);
-    progressed = true;
+    *progressed = true;
   }
   // Staged receive-reduce chunks are applied in completion order (combined
   // ones already were, inside Progress); chunks of one step touch disjoint
@@ -440,17 +514,22 @@ bool Execution::ReapTransfers(PeerChannel& channel) {
     if (!slot.busy || !slot.request.done) continue;
     StepState& state = s_.states[slot.state];
     const Step& step = *state.step;
+    const size_t offset = state.ChunkBegin(slot.chunk);
     if (step.kind == StepKind::kRecvReduce && slot.request.combine == nullptr) {
       const Schedule& schedule = *state.bound->schedule;
-      size_t offset = state.ChunkBegin(slot.chunk);
-      ReduceKernel(Resolve(*state.bound, step.dst) + offset, Resolve(*state.bound, step.src) + offset, slot.staging,
-                   state.ChunkLength(slot.chunk) / schedule.element_size, schedule.dtype, schedule.op);
+      CHORUS_RETURN_IF_ERROR(state.engine->Reduce(Resolve(*state.bound, step.dst) + offset,
+                                                  Resolve(*state.bound, step.src) + offset, slot.staging,
+                                                  state.ChunkLength(slot.chunk) / schedule.element_size,
+                                                  schedule.dtype, schedule.op));
+    } else if (state.staged) {  // kRecv
+      CHORUS_RETURN_IF_ERROR(
+          state.engine->Copy(Resolve(*state.bound, step.dst) + offset, slot.staging, state.ChunkLength(slot.chunk)));
     }
     slot.busy = false;
     FinishChunk(state, slot.chunk);
-    progressed = true;
+    *progressed = true;
   }
-  return progressed;
+  return Status::Ok();
 }
 
 std::string Execution::DescribeWaiting() const {
@@ -484,7 +563,8 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
   int poll_rounds = PollRounds(s_.fruitless_stretches);
   while (remaining_ > 0) {
     if (abort.load(std::memory_order_relaxed)) return RemoteError("rank ", rank_, ": communicator aborted");
-    bool progressed = RunLocalSteps();
+    bool progressed = false;
+    CHORUS_RETURN_IF_ERROR(RunLocalSteps(&progressed));
     for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
       CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/true, &progressed));
       CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/false, &progressed));
@@ -494,7 +574,7 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
     Status status = transport_->Progress(wait_ms);
     if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
     for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
-      progressed |= ReapTransfers(*channel);
+      CHORUS_RETURN_IF_ERROR(ReapTransfers(*channel, &progressed));
     }
     if (progressed) {
       if (idle_rounds > 0 && idle_rounds < poll_rounds) s_.fruitless_stretches = 0;  // polling paid off

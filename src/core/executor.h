@@ -10,7 +10,9 @@
 
 #include "algorithms/schedule.h"
 #include "base/deadline.h"
+#include "base/memory_kind.h"
 #include "base/status.h"
+#include "core/local_engine.h"
 #include "core/waiting_peers.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
@@ -26,6 +28,11 @@ struct BoundSchedule {
   // Tag carried by every message of this schedule; peers must use the same
   // tag for matching messages (it catches ranks calling different ops).
   uint64_t tag = 0;
+  // Where each buffer lives: local work on it goes to that kind's engine,
+  // and a transport that does not take the kind gets it staged.
+  MemoryKind send_kind = MemoryKind::kHost;
+  MemoryKind recv_kind = MemoryKind::kHost;
+  MemoryKind scratch_kind = MemoryKind::kHost;
 };
 
 // Registrations covering a bound schedule's buffers (RegistrationCache),
@@ -62,7 +69,14 @@ struct ExecutorOptions {
   // How far (in chunks) a paced receive (schedule.h rule 5) may run ahead
   // of the steps that consume it; 0 turns pacing off.
   size_t pace_chunks = 8;
-  Workspace* staging = nullptr;   // receive-reduce staging; required
+  // Host staging: receive-reduce chunks that are not combined on receipt,
+  // and chunks of buffers whose kind the transport does not take
+  // (TransportCapabilities::memory_kinds); required.
+  Workspace* staging = nullptr;
+  // The engine of each memory kind (core/local_engine.h); null:
+  // DefaultLocalEngines(). A bound buffer of a kind without one fails the
+  // launch before anything is posted.
+  const LocalEngines* engines = nullptr;
   // Let endpoints that can (Endpoint::combine_on_receive) reduce receive-
   // reduce chunks as the bytes arrive, with no staging; false: always stage.
   bool combine_on_receive = true;

@@ -56,6 +56,8 @@ Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, 
     mux->capabilities_.combine_on_receive &= capabilities.combine_on_receive;
     mux->capabilities_.shares_cores |= capabilities.shares_cores;
     mux->capabilities_.needs_memory_registration |= capabilities.needs_memory_registration;
+    // A buffer may go to any peer: only the kinds every transport takes.
+    mux->capabilities_.memory_kinds &= capabilities.memory_kinds;
   }
   *out = std::move(mux);
   return Status::Ok();

@@ -1,4 +1,5 @@
-// The four reduction operators on one element of a compute type.
+// The four reduction operators on one element of a compute type (shared by
+// the CPU and CUDA kernels: kernels/element_math.h).
 //
 // Integers: Sum and Prod wrap modulo 2^bits (done in unsigned arithmetic, so
 // there is no signed-overflow UB); 8-bit values are widened to uint32_t first
@@ -13,9 +14,9 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
-#include <limits>
 #include <type_traits>
+
+#include "base/host_device.h"
 
 namespace chorus::kernels {
 
@@ -24,7 +25,7 @@ using WrapType =
     std::conditional_t<(sizeof(T) < sizeof(uint32_t)), uint32_t, std::make_unsigned_t<T>>;
 
 template <typename T>
-inline T WrappingAdd(T a, T b) {
+CHORUS_HOST_DEVICE inline T WrappingAdd(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
   } else {
@@ -33,7 +34,7 @@ inline T WrappingAdd(T a, T b) {
 }
 
 template <typename T>
-inline T WrappingMul(T a, T b) {
+CHORUS_HOST_DEVICE inline T WrappingMul(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
   } else {
@@ -46,14 +47,12 @@ inline T WrappingMul(T a, T b) {
 // which payload survives would depend on code generation. Returning a's NaN
 // whenever a is NaN pins it; the SIMD kernels do the same with one blend.
 template <typename T>
-inline T FirstNanWins(T a, T result) {
+CHORUS_HOST_DEVICE inline T FirstNanWins(T a, T result) {
   if constexpr (std::is_floating_point_v<T>) {
     using Bits = std::conditional_t<sizeof(T) == sizeof(uint32_t), uint32_t, uint64_t>;
-    Bits bits;
-    std::memcpy(&bits, &a, sizeof(bits));
-    bits |= Bits{1} << (std::numeric_limits<T>::digits - 2);  // the quiet bit
-    T quiet_a;
-    std::memcpy(&quiet_a, &bits, sizeof(quiet_a));
+    constexpr int kMantissaBits = sizeof(T) == sizeof(uint32_t) ? 23 : 52;
+    const Bits bits = BitCast<Bits>(a) | Bits{1} << (kMantissaBits - 1);  // the quiet bit
+    const T quiet_a = BitCast<T>(bits);
     return a != a ? quiet_a : result;
   } else {
     return result;
@@ -62,22 +61,22 @@ inline T FirstNanWins(T a, T result) {
 
 struct SumOp {
   template <typename T>
-  static T Apply(T a, T b) { return FirstNanWins(a, WrappingAdd(a, b)); }
+  CHORUS_HOST_DEVICE static T Apply(T a, T b) { return FirstNanWins(a, WrappingAdd(a, b)); }
 };
 
 struct ProdOp {
   template <typename T>
-  static T Apply(T a, T b) { return FirstNanWins(a, WrappingMul(a, b)); }
+  CHORUS_HOST_DEVICE static T Apply(T a, T b) { return FirstNanWins(a, WrappingMul(a, b)); }
 };
 
 struct MaxOp {
   template <typename T>
-  static T Apply(T a, T b) { return a > b ? a : b; }
+  CHORUS_HOST_DEVICE static T Apply(T a, T b) { return a > b ? a : b; }
 };
 
 struct MinOp {
   template <typename T>
-  static T Apply(T a, T b) { return a < b ? a : b; }
+  CHORUS_HOST_DEVICE static T Apply(T a, T b) { return a < b ? a : b; }
 };
 
 }  // namespace chorus::kernels

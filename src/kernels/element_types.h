@@ -7,6 +7,7 @@
 
 #include "base/dtype.h"
 #include "base/half.h"
+#include "base/host_device.h"
 
 namespace chorus::kernels {
 
@@ -14,22 +15,22 @@ template <typename T>
 struct NativeElement {
   using Storage = T;
   using Compute = T;
-  static Compute Load(Storage value) { return value; }
-  static Storage Store(Compute value) { return value; }
+  CHORUS_HOST_DEVICE static Compute Load(Storage value) { return value; }
+  CHORUS_HOST_DEVICE static Storage Store(Compute value) { return value; }
 };
 
 struct HalfElement {
   using Storage = uint16_t;
   using Compute = float;
-  static Compute Load(Storage bits) { return HalfToFloat(bits); }
-  static Storage Store(Compute value) { return FloatToHalf(value); }
+  CHORUS_HOST_DEVICE static Compute Load(Storage bits) { return HalfToFloat(bits); }
+  CHORUS_HOST_DEVICE static Storage Store(Compute value) { return FloatToHalf(value); }
 };
 
 struct Bfloat16Element {
   using Storage = uint16_t;
   using Compute = float;
-  static Compute Load(Storage bits) { return Bfloat16ToFloat(bits); }
-  static Storage Store(Compute value) { return FloatToBfloat16(value); }
+  CHORUS_HOST_DEVICE static Compute Load(Storage bits) { return Bfloat16ToFloat(bits); }
+  CHORUS_HOST_DEVICE static Storage Store(Compute value) { return FloatToBfloat16(value); }
 };
 
 template <DataType kType>

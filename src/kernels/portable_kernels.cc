@@ -1,5 +1,5 @@
-// Portable kernels: plain indexed loops over (element type, op) templates,
-// which the compiler auto-vectorises.
+// Portable kernels: plain indexed loops over the element math that the CUDA
+// kernels share (kernels/element_math.h), which the compiler auto-vectorises.
 //
 // No __restrict: dst may equal a, b or src exactly. An indexed loop reads
 // element i of every input before writing element i of dst, so exact
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/element_ops.h"
+#include "kernels/element_math.h"
 #include "kernels/element_types.h"
 #include "kernels/kernel_table.h"
 
@@ -23,9 +23,7 @@ void ReduceLoop(void* dst, const void* a, const void* b, size_t count) {
   S* out = static_cast<S*>(dst);
   const S* x = static_cast<const S*>(a);
   const S* y = static_cast<const S*>(b);
-  for (size_t i = 0; i < count; ++i) {
-    out[i] = E::Store(Op::Apply(E::Load(x[i]), E::Load(y[i])));
-  }
+  for (size_t i = 0; i < count; ++i) out[i] = ReduceElement<kType, Op>(x[i], y[i]);
 }
 
 template <DataType kType>
@@ -37,9 +35,7 @@ void ScaleLoop(void* dst, const void* src, size_t count, const void* scalar) {
   const auto factor = E::Load(scalar_storage);
   S* out = static_cast<S*>(dst);
   const S* in = static_cast<const S*>(src);
-  for (size_t i = 0; i < count; ++i) {
-    out[i] = E::Store(ProdOp::Apply(E::Load(in[i]), factor));
-  }
+  for (size_t i = 0; i < count; ++i) out[i] = ScaleElement<kType>(in[i], factor);
 }
 
 // Integers follow C's `x /= divisor` (truncation toward zero) except that
@@ -47,21 +43,9 @@ void ScaleLoop(void* dst, const void* src, size_t count, const void* scalar) {
 // rather than raising SIGFPE (callers pass nranks, so it never happens).
 template <DataType kType>
 void DivideLoop(void* buf, size_t count, int divisor) {
-  using E = ElementOf<kType>;
-  using S = typename E::Storage;
-  using C = typename E::Compute;
+  using S = typename ElementOf<kType>::Storage;
   S* data = static_cast<S*>(buf);
-  if constexpr (std::is_integral_v<C>) {
-    if (divisor == 0) return;
-    if (std::is_signed_v<C> && divisor == -1) {
-      for (size_t i = 0; i < count; ++i) data[i] = WrappingMul(data[i], static_cast<S>(-1));
-      return;
-    }
-    for (size_t i = 0; i < count; ++i) data[i] = static_cast<S>(data[i] / divisor);
-  } else {
-    const C d = static_cast<C>(divisor);
-    for (size_t i = 0; i < count; ++i) data[i] = E::Store(E::Load(data[i]) / d);
-  }
+  for (size_t i = 0; i < count; ++i) data[i] = DivideElement<kType>(data[i], divisor);
 }
 
 // fp16/bf16 <-> float32 through base/half.h's branch-free scalar functions.

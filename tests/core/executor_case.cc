@@ -13,6 +13,7 @@
 #include "core/executor.h"
 #include "core/transport_mux.h"
 #include "core/workspace.h"
+#include "fake_device_memory.h"
 #include "inproc_transport.h"
 #include "rank_threads.h"
 #include "transports/shm/shm_transport.h"
@@ -97,6 +98,11 @@ struct RankSetup {
   std::vector<uint8_t> user;        // in place: the one user allocation
   std::vector<uint8_t> send, recv;  // out of place (or private placeholders)
   std::vector<uint8_t> scratch;
+  // Fake device memory (ExecutorCase::user_memory/scratch_memory): the host
+  // vectors above are copied in before and out after the run.
+  std::unique_ptr<FakeDeviceMemory> device;
+  std::unique_ptr<FakeDeviceEngine> engine;
+  LocalEngines engines;
   uint8_t* send_ptr = nullptr;
   uint8_t* recv_ptr = nullptr;
   std::vector<uint8_t> user_before;  // what the call must not change
@@ -178,7 +184,45 @@ std::string DescribeExecutorCase(const ExecutorCase& c) {
   return out.str();
 }
 
-std::string RunExecutorCase(const ExecutorCase& c) {
+namespace {
+
+// Where a host vector of a rank goes in its fake device memory: one after
+// the other, in this order, for the ones whose kind is fake.
+struct DevicePlacement {
+  std::vector<uint8_t>* host;
+  size_t offset;
+};
+
+std::vector<DevicePlacement> PlaceOnDevice(const ExecutorCase& c, RankSetup& s) {
+  std::vector<DevicePlacement> placed;
+  size_t offset = 0;
+  const auto place = [&](std::vector<uint8_t>& host) {
+    placed.push_back({&host, offset});
+    offset += host.size();
+  };
+  if (c.user_memory == MemoryKind::kFakeDevice) {
+    place(s.user);
+    place(s.send);
+    place(s.recv);
+  }
+  if (c.scratch_memory == MemoryKind::kFakeDevice) place(s.scratch);
+  return placed;
+}
+
+// The fake device address of `host_pointer`, which lies in one of `placed`
+// (or the host pointer itself when it lies in none).
+uint8_t* DeviceAddress(const RankSetup& s, const std::vector<DevicePlacement>& placed, uint8_t* host_pointer) {
+  for (const DevicePlacement& p : placed) {
+    if (host_pointer >= p.host->data() && host_pointer <= p.host->data() + p.host->size() && !p.host->empty()) {
+      return s.device->data() + p.offset + (host_pointer - p.host->data());
+    }
+  }
+  return host_pointer;
+}
+
+}  // namespace
+
+std::string RunExecutorCase(const ExecutorCase& c, std::vector<FakeDeviceEngine::Counts>* counts) {
   const std::string context = DescribeExecutorCase(c) + ": ";
   const size_t es = DataTypeSize(c.dtype);
   const size_t block = c.count * es;
@@ -216,6 +260,14 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     }
     s.scratch.assign(s.schedule.scratch_bytes, kJunk);
     s.user_before = s.args.in_place ? s.user : s.send;
+    if (c.user_memory == MemoryKind::kFakeDevice || c.scratch_memory == MemoryKind::kFakeDevice) {
+      size_t bytes = 0;
+      for (const DevicePlacement& p : PlaceOnDevice(c, s)) bytes = p.offset + p.host->size();
+      s.device = std::make_unique<FakeDeviceMemory>(bytes);
+      for (const DevicePlacement& p : PlaceOnDevice(c, s)) s.device->Upload(p.offset, p.host->data(), p.host->size());
+      s.engine = std::make_unique<FakeDeviceEngine>(s.device.get());
+      s.engines = s.engine->Table();
+    }
   }
 
   const std::atomic<bool> abort{false};
@@ -229,6 +281,15 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     bound.tag = kTag;
     Workspace staging;
     ExecutorOptions options;
+    if (s.device != nullptr) {
+      const std::vector<DevicePlacement> placed = PlaceOnDevice(c, s);
+      bound.send = DeviceAddress(s, placed, s.send_ptr);
+      bound.recv = DeviceAddress(s, placed, s.recv_ptr);
+      bound.scratch = DeviceAddress(s, placed, s.scratch.data());
+      bound.send_kind = bound.recv_kind = c.user_memory;
+      bound.scratch_kind = c.scratch_memory;
+      options.engines = &s.engines;
+    }
     options.chunk_bytes = c.chunk_bytes;
     options.max_inflight_per_peer = c.max_inflight_per_peer;
     options.pace_chunks = c.pace_chunks;
@@ -245,15 +306,27 @@ std::string RunExecutorCase(const ExecutorCase& c) {
     results = RunShmRanks(c, run_rank, &combined);
     const bool reducing = c.coll == Collective::kAllReduce || c.coll == Collective::kReduceScatter ||
                           c.coll == Collective::kReduce;
-    const bool expect_combined = reducing && c.transport != CaseTransport::kShmStaged && c.nranks > 1 && c.count > 0;
+    // Memory the CPU must not touch is never combined on receipt.
+    const bool all_device = c.user_memory == MemoryKind::kFakeDevice && c.scratch_memory == MemoryKind::kFakeDevice;
+    const bool expect_combined =
+        reducing && c.transport != CaseTransport::kShmStaged && c.nranks > 1 && c.count > 0 && !all_device;
     // Mixed: only the ring surely receive-reduces from a same-host peer.
-    const bool known = c.transport != CaseTransport::kMixed || (c.algo == Algorithm::kRing && c.nranks >= 3);
+    // Device user buffers with host scratch: only scratch-to-scratch steps combine.
+    const bool known = (c.transport != CaseTransport::kMixed || (c.algo == Algorithm::kRing && c.nranks >= 3)) &&
+                       (c.user_memory == MemoryKind::kHost || all_device);
     if (results[0].ok() && known && expect_combined != (combined > 0)) {
       return context + std::to_string(combined) + " chunks combined on receipt";
     }
   }
   for (int r = 0; r < c.nranks; ++r) {
     if (!results[r].ok()) return context + "rank " + std::to_string(r) + " failed: " + results[r].message();
+  }
+  if (counts != nullptr) counts->assign(c.nranks, FakeDeviceEngine::Counts());
+  for (int r = 0; r < c.nranks; ++r) {
+    RankSetup& s = ranks[r];
+    if (s.device == nullptr) continue;
+    for (const DevicePlacement& p : PlaceOnDevice(c, s)) s.device->Download(p.host->data(), p.offset, p.host->size());
+    if (counts != nullptr) (*counts)[r] = s.engine->counts();
   }
 
   std::vector<uint8_t> expected(16);

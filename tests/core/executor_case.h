@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "base/memory_kind.h"
+#include "fake_device_memory.h"
 
 namespace chorus::testing {
 
@@ -36,6 +38,11 @@ struct ExecutorCase {
   size_t pace_chunks = 8;  // ExecutorOptions::pace_chunks
   size_t segment_bytes = 0;  // CollectiveArgs::segment_bytes
   CaseTransport transport = CaseTransport::kInproc;
+  // Where the user's buffers and the scratch live: kHost, or kFakeDevice
+  // (FakeDeviceMemory: the executor must stage every transfer of it and do
+  // its local work through its engine; a direct touch faults).
+  MemoryKind user_memory = MemoryKind::kHost;
+  MemoryKind scratch_memory = MemoryKind::kHost;
 };
 
 const char* CaseTransportName(CaseTransport transport);
@@ -43,7 +50,9 @@ const char* CaseTransportName(CaseTransport transport);
 std::string DescribeExecutorCase(const ExecutorCase& c);
 
 // Empty on success, else the first difference (or error) with context.
-std::string RunExecutorCase(const ExecutorCase& c);
+// With fake device memory, `counts` (if given) receives each rank's engine
+// counts.
+std::string RunExecutorCase(const ExecutorCase& c, std::vector<FakeDeviceEngine::Counts>* counts = nullptr);
 
 // An AllReduce of float32 Sum over an shm transport (c.transport kShm or
 // kShmStaged; c.dtype is ignored) with random inputs of varied magnitude

@@ -93,10 +93,10 @@ TEST(RegistrationCacheTest, PartialOverlapAndOtherKindsRegisterAgain) {
   RegistrationCache::Lease first, straddling, device;
   ASSERT_TRUE(cache.Acquire(At(memory, 0), 4096, MemoryKind::kHost, &first).ok());
   ASSERT_TRUE(cache.Acquire(At(memory, 2048), 4096, MemoryKind::kHost, &straddling).ok());
-  ASSERT_TRUE(cache.Acquire(At(memory, 0), 1024, MemoryKind::kDevice, &device).ok());
+  ASSERT_TRUE(cache.Acquire(At(memory, 0), 1024, MemoryKind::kCudaDevice, &device).ok());
   EXPECT_EQ(transport.registrations, 3);
   EXPECT_NE(first.handle().id, straddling.handle().id);
-  EXPECT_EQ(transport.live[device.handle().id].kind, MemoryKind::kDevice);
+  EXPECT_EQ(transport.live[device.handle().id].kind, MemoryKind::kCudaDevice);
   // A request inside the straddling one but not the first is served by it.
   RegistrationCache::Lease inner;
   ASSERT_TRUE(cache.Acquire(At(memory, 5000), 1000, MemoryKind::kHost, &inner).ok());

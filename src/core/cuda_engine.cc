@@ -1,0 +1,88 @@
+#include "core/cuda_engine.h"
+
+#include <cuda_runtime_api.h>
+
+#include "core/pointer_kind.h"
+#include "kernels/cuda/reduce_kernels.h"
+
+namespace chorus {
+namespace {
+
+Status CudaStatus(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::Ok();
+  cudaGetLastError();  // do not leave it for the application
+  return Status(chorusSystemError, StrCat("CUDA engine: ", what, ": ", cudaGetErrorString(error)));
+}
+
+// A device copy of `bytes` at `host`, when the device cannot read `host`.
+class DeviceReadable {
+ public:
+  DeviceReadable(const void* pointer, size_t bytes, cudaStream_t stream) : pointer_(pointer), stream_(stream) {
+    if (ClassifyPointer(pointer) != MemoryKind::kHost) return;  // device or pinned: readable
+    status_ = CudaStatus(cudaMallocAsync(&copy_, bytes, stream), "cudaMallocAsync");
+    if (status_.ok()) status_ = CudaStatus(cudaMemcpyAsync(copy_, pointer, bytes, cudaMemcpyDefault, stream), "copy in");
+    pointer_ = copy_;
+  }
+  ~DeviceReadable() {
+    if (copy_ != nullptr) cudaFreeAsync(copy_, stream_);
+  }
+  DeviceReadable(const DeviceReadable&) = delete;
+  DeviceReadable& operator=(const DeviceReadable&) = delete;
+
+  const void* get() const { return pointer_; }
+  const Status& status() const { return status_; }
+
+ private:
+  const void* pointer_;
+  cudaStream_t stream_;
+  void* copy_ = nullptr;
+  Status status_;
+};
+
+class CudaLocalEngine final : public LocalEngine {
+ public:
+  MemoryKind kind() const override { return MemoryKind::kCudaDevice; }
+
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0 || dst == src) return Status::Ok();
+    CHORUS_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream()), "cudaMemcpyAsync"));
+    return CudaStatus(cudaStreamSynchronize(Stream()), "copy");
+  }
+
+  Status Reduce(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op,
+                const void* scale) override {
+    if (count == 0) return Status::Ok();
+    const size_t bytes = count * DataTypeSize(dtype);
+    DeviceReadable first(a, bytes, Stream()), second(b, bytes, Stream());
+    CHORUS_RETURN_IF_ERROR(first.status());
+    CHORUS_RETURN_IF_ERROR(second.status());
+    CHORUS_RETURN_IF_ERROR(
+        CudaStatus(cuda::LaunchReduce(dst, first.get(), second.get(), count, dtype, op, Stream()), "reduce kernel"));
+    if (scale != nullptr) {
+      CHORUS_RETURN_IF_ERROR(CudaStatus(cuda::LaunchScale(dst, dst, count, dtype, scale, Stream()), "scale kernel"));
+    }
+    return CudaStatus(cudaStreamSynchronize(Stream()), "reduce");
+  }
+
+  Status Scale(void* dst, const void* src, size_t count, DataType dtype, const void* scale) override {
+    if (count == 0) return Status::Ok();
+    DeviceReadable input(src, count * DataTypeSize(dtype), Stream());
+    CHORUS_RETURN_IF_ERROR(input.status());
+    CHORUS_RETURN_IF_ERROR(CudaStatus(cuda::LaunchScale(dst, input.get(), count, dtype, scale, Stream()), "scale kernel"));
+    return CudaStatus(cudaStreamSynchronize(Stream()), "scale");
+  }
+
+ private:
+  // The calling thread's default stream (a macro for a constant handle).
+  static cudaStream_t Stream() { return cudaStreamPerThread; }
+};
+
+}  // namespace
+
+LocalEngine& CudaDeviceEngine() {
+  static CudaLocalEngine engine;  // stateless
+  return engine;
+}
+
+}  // namespace chorus
