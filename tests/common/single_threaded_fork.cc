@@ -26,7 +26,16 @@ constexpr Millis kThreadPatience{10000};
 constexpr Millis kRendezvousStartDeadline{30000};
 constexpr Millis kRendezvousExitDeadline{5000};
 
-// Threads of this process: the entries of /proc/self/task.
+// ThreadSanitizer runs a background thread of its own in every process
+// and takes its own locks around fork: it is not one of ours.
+#if defined(__SANITIZE_THREAD__)
+constexpr int kSanitizerThreads = 1;
+#else
+constexpr int kSanitizerThreads = 0;
+#endif
+
+// Threads of this process: the entries of /proc/self/task, less the
+// sanitizer's own.
 int ThreadCount() {
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return -1;
@@ -35,7 +44,7 @@ int ThreadCount() {
     if (entry->d_name[0] != '.') ++threads;
   }
   closedir(dir);
-  return threads;
+  return threads > kSanitizerThreads ? threads - kSanitizerThreads : threads;
 }
 
 // Reads exactly `bytes` from fd before `deadline`; false on EOF, error or time.
