@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, runs every *_test executable under the
 # build's tests/ (each under a timeout) and totals their gtest cases, then
-# runs the core, transport and API tests under ASan + UBSan (each binary one
-# test; CHORUS_TEST_SANITIZERS=0 skips that stage), then the verbs
-# transport's tests in a soft-RoCE qemu guest where one can be had. The
-# last line is always "N passed, M failed"; the exit status is non-zero when
+# runs the core, transport and API tests under ASan + UBSan and the threaded
+# ones under TSan (each binary one test; CHORUS_TEST_SANITIZERS=0 skips both
+# stages), then the verbs transport's tests in a soft-RoCE qemu guest where
+# one can be had. The last line is always "N passed, M failed"; the exit status is non-zero when
 # anything failed or nothing ran. A binary that crashes or times out counts
 # as at least one failure.
 set -uo pipefail
@@ -79,6 +79,27 @@ if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
     f=1
   fi
   echo "=== sanitizers: $p passed, $f failed ($((SECONDS - start)) s)"
+  passed=$((passed + p))
+  failed=$((failed + f))
+fi
+
+# Ranks as threads over shared memory and TCP under ThreadSanitizer: the
+# threaded transport and API tests (scripts/sanitize.sh builds only them, in
+# build-tsan/). Each binary counts as one test, failing on any report.
+# CHORUS_TEST_SANITIZERS=0 skips this stage too.
+if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
+  echo "=== tsan: threaded shm, TCP and API tests under ThreadSanitizer"
+  start=$SECONDS
+  CHORUS_SANITIZE_LAYERS="transports api" \
+    CHORUS_SANITIZE_FILTER='/(shm_transport|tcp_transport|heartbeat|concurrent_comms|p2p)_test$' \
+    scripts/sanitize.sh tsan 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  summary=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+  read -r p f <<<"${summary:-0 0}"
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+  fi
+  echo "=== tsan: $p passed, $f failed ($((SECONDS - start)) s)"
   passed=$((passed + p))
   failed=$((failed + f))
 fi

@@ -17,7 +17,8 @@
 #                               build-asan and build-tsan in the repository root)
 #   CHORUS_NINJA_JOBS           parallel compile jobs (default 2)
 #   CHORUS_SANITIZE_TIMEOUT_S   per-binary time limit (default 300)
-#   CHORUS_SANITIZE_FILTER      extended regex; only binaries whose path matches run
+#   CHORUS_SANITIZE_FILTER      extended regex; only binaries whose path matches are
+#                               built (with CHORUS_SANITIZE_LAYERS) and run
 #   CHORUS_SANITIZE_LAYERS      test folders to build and run, e.g. "core transports api"
 #                               (./test.sh's sanitizer stage); only their *_test
 #                               targets and what they need are built. Default: all
@@ -74,13 +75,15 @@ configure_and_build() {
   ninja -C "$dir" -j "$jobs" -k 0 $(layer_targets "$dir")
 }
 
-# The *_test targets of $layers (none: build everything). large_count_test
-# only with CHORUS_SANITIZE_LARGE=1, since it is not run otherwise.
+# The *_test targets of $layers (none: build everything), only those the
+# filter matches when there is one. large_count_test only with
+# CHORUS_SANITIZE_LARGE=1, since it is not run otherwise.
 layer_targets() {
   local dir=$1
   [ -n "$layers" ] || return 0
   ninja -C "$dir" -t targets all | sed -En 's#^(tests/('"$layer_pattern"')/[A-Za-z0-9_]+_test): .*#\1#p' |
-    { if [ "${CHORUS_SANITIZE_LARGE:-0}" = 1 ]; then cat; else grep -v '/large_count_test$'; fi; }
+    { if [ "${CHORUS_SANITIZE_LARGE:-0}" = 1 ]; then cat; else grep -v '/large_count_test$'; fi; } |
+    { if [ -n "$filter" ]; then grep -E "$filter"; else cat; fi; }
 }
 
 # Configures and builds `dir`; a failed build counts as one failure but the
