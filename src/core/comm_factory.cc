@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "base/config.h"
@@ -98,10 +100,11 @@ Status ShareRecoveryAddresses(chorusComm* comm, RecoveryEndpoint* endpoint) {
 
 namespace {
 
-// Opens the heartbeat on the interface of the recovery listener, shares
-// its address (one small allgather) and starts it: a silent peer fails the
-// communicator.
-Status StartHeartbeat(chorusComm* comm, const RecoveryEndpoint& endpoint, int period_ms) {
+// Opens the heartbeat on the interface of the recovery listener and shares
+// its address (one small allgather); `*addresses` are every rank's, for
+// Heartbeat::Start.
+Status OpenHeartbeat(chorusComm* comm, const RecoveryEndpoint& endpoint, int period_ms,
+                     std::unique_ptr<Heartbeat>* out, std::vector<std::string>* addresses) {
   const int rank = comm->impl->rank(), nranks = comm->impl->nranks();
   std::unique_ptr<Heartbeat> heartbeat;
   CHORUS_RETURN_IF_ERROR(Heartbeat::Open(endpoint.address, rank, nranks, endpoint.secret, period_ms, &heartbeat));
@@ -112,11 +115,19 @@ Status StartHeartbeat(chorusComm* comm, const RecoveryEndpoint& endpoint, int pe
   std::memcpy(mine, heartbeat->address().data(), heartbeat->address().size());
   std::vector<char> all(kRecoveryAddressBytes * static_cast<size_t>(nranks));
   CHORUS_RETURN_IF_ERROR(AllGatherBytes(comm, mine, sizeof(mine), all.data()));
-  std::vector<std::string> addresses;
+  addresses->clear();
   for (int r = 0; r < nranks; ++r) {
     const char* slot = all.data() + kRecoveryAddressBytes * static_cast<size_t>(r);
-    addresses.emplace_back(slot, strnlen(slot, kRecoveryAddressBytes));
+    addresses->emplace_back(slot, strnlen(slot, kRecoveryAddressBytes));
   }
+  *out = std::move(heartbeat);
+  return Status::Ok();
+}
+
+// Starts the heartbeat's thread: from now on a silent peer fails the
+// communicator, which reads the flight recorder and the call checker, so
+// they are in place before.
+Status StartHeartbeat(chorusComm* comm, std::unique_ptr<Heartbeat> heartbeat, const std::vector<std::string>& addresses) {
   Communicator* impl = comm->impl.get();
   CHORUS_RETURN_IF_ERROR(heartbeat->Start(addresses, [impl](const Status& silent) { impl->FailFromOutside(silent); }));
   comm->heartbeat = std::move(heartbeat);
@@ -138,8 +149,10 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   CHORUS_RETURN_IF_ERROR(BuildCommunicator(id, rank, nranks, options, &shell->impl));
   CHORUS_RETURN_IF_ERROR(ShareRecoveryAddresses(shell.get(), endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": sharing recovery addresses")));
+  std::unique_ptr<Heartbeat> heartbeat;
+  std::vector<std::string> heartbeat_addresses;
   if (options.heartbeat_ms > 0 && nranks > 1) {
-    CHORUS_RETURN_IF_ERROR(StartHeartbeat(shell.get(), *endpoint, options.heartbeat_ms)
+    CHORUS_RETURN_IF_ERROR(OpenHeartbeat(shell.get(), *endpoint, options.heartbeat_ms, &heartbeat, &heartbeat_addresses)
                                .WithContext(StrCat("rank ", rank, ": starting the heartbeat")));
   }
   // From the user's first call on (creation's own collectives are alike
@@ -149,6 +162,10 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   // revealing the secret.
   static const char kTraceLabel[] = "chorus flight recorder";
   shell->impl->StartRecording(SipHash64(id.secret, kTraceLabel, sizeof(kTraceLabel)));
+  if (heartbeat != nullptr) {
+    CHORUS_RETURN_IF_ERROR(StartHeartbeat(shell.get(), std::move(heartbeat), heartbeat_addresses)
+                               .WithContext(StrCat("rank ", rank, ": starting the heartbeat")));
+  }
   shell->recovery = std::move(endpoint);
   *out = std::move(shell);
   return Status::Ok();
