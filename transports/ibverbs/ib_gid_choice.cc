@@ -20,7 +20,9 @@ bool GidIsIpv4(const uint8_t gid[16]) {
 }
 
 std::string GidText(const uint8_t gid[16]) {
-  char text[40];
+  // Eight "xxxx:" groups of 5 characters, each written with its own terminator
+  // (41 bytes in all); the last colon is then cut.
+  char text[41];
   for (int i = 0; i < 8; ++i) std::snprintf(text + 5 * i, 6, "%02x%02x:", gid[2 * i], gid[2 * i + 1]);
   text[39] = '\0';
   return text;
