@@ -200,9 +200,12 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
  * and on every later shrink of `comm`. For that the members keep `comm`'s
  * small recovery listener (and one thread answering it) open while they
  * hold the new communicator or one made from it, also after destroying
- * `comm`. A rank counts as dead only once its process is gone: a stopped or
- * hung rank below every caller is not left out, and the call ends with
- * chorusTimeout naming it (end that process, or let it call shrink too).
+ * `comm`. Live ranks that do not take part (stopped, hung, or late) are left
+ * out only by a majority: the members must be more than half of the ranks
+ * whose processes are not gone (exactly half if they include the lowest of
+ * those); otherwise the call ends with chorusTimeout naming the absent ranks
+ * (end those processes, or let them call shrink too). So two groups can
+ * never both form.
  * Every wait is bounded: the agreement by the timeout, the new
  * communicator's creation by the timeout again. Collective over the
  * survivors; one shrink at a time per communicator. Ranks are assumed

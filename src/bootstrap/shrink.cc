@@ -19,25 +19,36 @@ using namespace shrink;
 constexpr int kRescanPauseMs = 10;
 constexpr int kAskAgainPauseMs = 50;
 
-// How a join attempt ended when it did not settle the shrink.
+// How a join attempt ended when it did not settle the shrink: scan again
+// from rank 0 (`wanted`), or go on to the next candidate (`pass_over`: the
+// candidate is alive but did not answer in time).
 struct Rescan {
   bool wanted = false;
   int pause_ms = kRescanPauseMs;
   std::string why;
+  bool pass_over = false;
 };
+
+Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
 
 // Joins the root candidate on `socket`. Sets `rescan` when the candidate
 // went away (or dropped us) before answering, or is not shrinking now: the
 // caller scans again. Otherwise the result is final.
-Status JoinRoot(const RecoveryEndpoint& endpoint, const Socket& socket, int root, Deadline deadline,
+Status JoinRoot(const RecoveryEndpoint& endpoint, const Socket& socket, int root, Deadline answer_by, Deadline deadline,
                 ShrinkOutcome* outcome, Rescan* rescan, std::vector<int>* left_out_of) {
-  Status sent = SendRequest(endpoint, socket, deadline);
+  Status sent = SendRequest(endpoint, socket, answer_by);
   if (sent.code() == chorusTimeout) {
-    // Its kernel queued the connection, but nobody on that rank accepted it.
-    return TimeoutError("rank ", endpoint.rank, ": rank ", root, " accepts connections on its recovery listener but "
-                        "never answered: it is stopped or hung, or did not call chorusCommShrink in time. A live rank "
-                        "below every survivor cannot be left out (only a rank whose process is gone is taken for "
-                        "dead): end its process, or have it call chorusCommShrink");
+    // Its kernel queued the connection, but nobody on that rank accepted it:
+    // it is stopped or hung, not shrinking yet, or joining a lower rank.
+    if (!deadline.Expired()) {
+      *rescan = {false, 0, StrCat("rank ", root, " accepts connections on its recovery listener but did not answer")};
+      rescan->pass_over = true;
+      return sent;
+    }
+    return TimeoutError("rank ", endpoint.rank, ": rank ", root,
+                        " accepts connections on its recovery listener but "
+                        "never answered before the deadline: it is stopped or hung, or did not call chorusCommShrink "
+                        "in time");
   }
   if (sent.code() == chorusRemoteError) {
     *rescan = {true, kRescanPauseMs, sent.message()};
@@ -97,16 +108,36 @@ Status NoRoot(const RecoveryEndpoint& endpoint, const std::string& last_rescan) 
 
 Status Agree(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline, ShrinkOutcome* outcome,
              std::vector<int>* left_out_of) {
+  // A candidate that accepts connections but does not answer is passed over
+  // once this rank has waited halfway to its gather deadline (the root that
+  // follows still gathers), and a later one after kAnswerMs: a root answers
+  // at once. Passing over a live rank is safe because the root then needs a
+  // majority to leave it out (shrink_root.cc).
+  const Deadline patience = Deadline::AfterMs(gather_deadline.RemainingMs() / 2);
+  std::vector<bool> gone(endpoint.rank, false);         // refused: its process left the lineage
+  std::vector<bool> passed_over(endpoint.rank, false);  // alive but silent
   std::string last_rescan;
   while (!deadline.Expired()) {
     Rescan rescan;
     for (int candidate = 0; candidate < endpoint.rank && !rescan.wanted; ++candidate) {
+      if (gone[candidate] || passed_over[candidate]) continue;
       bool alive = false;
       Socket socket;
       CHORUS_RETURN_IF_ERROR(Probe(endpoint.addresses[candidate], deadline, &alive, &socket));
-      if (!alive) continue;
+      if (!alive) {
+        gone[candidate] = true;
+        continue;
+      }
       socket.set_peer_name(StrCat("shrink root candidate rank ", candidate, " (", socket.peer_name(), ")"));
-      Status joined = JoinRoot(endpoint, socket, candidate, deadline, outcome, &rescan, left_out_of);
+      const Deadline answer_by = Sooner(deadline, patience.Expired() ? Deadline::AfterMs(kAnswerMs) : patience);
+      rescan = Rescan();
+      Status joined = JoinRoot(endpoint, socket, candidate, answer_by, deadline, outcome, &rescan, left_out_of);
+      if (rescan.pass_over) {
+        CHORUS_INFO("SHRINK", "rank ", endpoint.rank, ": passing over ", rescan.why);
+        passed_over[candidate] = true;
+        rescan = Rescan();
+        continue;
+      }
       if (!rescan.wanted) {
         // Timing out after scanning again is the deadline, not this candidate.
         return joined.code() == chorusTimeout && !last_rescan.empty() ? NoRoot(endpoint, last_rescan) : joined;
@@ -115,7 +146,7 @@ Status Agree(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline dead
       last_rescan = rescan.why;
     }
     if (deadline.Expired()) break;
-    if (!rescan.wanted) return ServeAsRoot(endpoint, gather_deadline, deadline, outcome, left_out_of);
+    if (!rescan.wanted) return ServeAsRoot(endpoint, gather_deadline, deadline, gone, outcome, left_out_of);
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(rescan.pause_ms, deadline.RemainingMs())));
   }
   return NoRoot(endpoint, last_rescan);
@@ -143,8 +174,8 @@ Status AgreeOnSurvivors(RecoveryEndpoint& endpoint, Deadline gather_deadline, De
   endpoint.responder.reset();
   std::vector<int> left_out_of;
   // Once left out, always: the others went on without this rank.
-  Status status = endpoint.left_out.ok() ? Agree(endpoint, gather_deadline, deadline, outcome, &left_out_of)
-                                         : endpoint.left_out;
+  Status status =
+      endpoint.left_out.ok() ? Agree(endpoint, gather_deadline, deadline, outcome, &left_out_of) : endpoint.left_out;
   if (status.ok()) {
     endpoint.agreed = outcome->survivors;
     endpoint.ever_agreed.store(true);

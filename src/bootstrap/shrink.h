@@ -15,18 +15,28 @@
 //
 // Protocol (docs/architecture.md, "Fault tolerance"):
 //  - each survivor probes the listeners of the ranks below it in rank order;
-//    the first that accepts a connection is its root candidate, and it joins
-//    it (authenticated with the communicator secret). A rank that finds every
-//    lower rank gone is the root: only a refusal is evidence enough, so a
-//    live rank below is never skipped (one that is stopped, hung or not
-//    calling makes the joiners time out, naming it).
+//    the first that answers is its root candidate, and it joins it
+//    (authenticated with the communicator secret). A rank whose listener
+//    accepts the connection but which does not answer (stopped, hung, not
+//    shrinking yet, or joining a lower rank itself) is passed over once the
+//    survivor has waited halfway to its gather deadline (a later candidate,
+//    kAnswerMs more). A rank that finds every lower rank gone or passed over
+//    is the root.
 //  - the root accepts joiners and asks every rank still unheard of (one open
 //    connection each, the same request; refused: gone) until each has joined
 //    or is gone, or the gather deadline passes: ranks that did not take part
-//    are left out. A rank that says it is not shrinking now while sharing an
-//    earlier agreement with the root is alive and holds the lineage: it is
-//    waited for past the gather deadline and never left out (the root fails
-//    naming it instead). It drops joiners whose connection has closed, starts a
+//    are left out, but only by a majority: the survivors must be more than
+//    half of the ranks whose listeners have not refused (exactly half, if
+//    they hold the lowest of them), else the root fails with chorusTimeout
+//    naming the absent. Two disjoint groups could both pass only if each
+//    counted a member of the other gone, which a refusal rules out while
+//    that member holds the lineage: so passing over a live rank never lets
+//    two communicators form side by side. (A connection that no kernel
+//    answers within kProbeWindowMs also counts as gone: this assumes no
+//    network partition between live hosts.) A rank that says it is not
+//    shrinking now while sharing an earlier agreement with the root is alive
+//    and holds the lineage: it is waited for past the gather deadline and
+//    never left out (the root fails naming it instead). It drops joiners whose connection has closed, starts a
 //    rendezvous root for the new communicator with a secret derived from the
 //    old one and a fresh nonce, and sends every member the same table:
 //    survivors in old-rank order, the nonce, the new root.

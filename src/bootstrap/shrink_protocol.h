@@ -95,11 +95,20 @@ Status CheckRequest(const RecoveryEndpoint& endpoint, const AdmittedConnection& 
 // Sends a reply (header then body) before `deadline`.
 Status SendReply(const Socket& socket, uint32_t code, const std::string& body, Deadline deadline);
 
-// The root's side: `endpoint.rank` found every lower rank gone. When a rank
-// it asks says it was left out of an agreed membership, that membership is
+// The root's side: `endpoint.rank` found every lower rank gone (refused:
+// `gone_below`) or alive but silent (passed over). When a rank it asks says
+// it was left out of an agreed membership, that membership is
 // `*left_out_of` (and the result chorusRemoteError).
-Status ServeAsRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline, ShrinkOutcome* outcome,
-                   std::vector<int>* left_out_of);
+Status ServeAsRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline,
+                   const std::vector<bool>& gone_below, ShrinkOutcome* outcome, std::vector<int>* left_out_of);
+
+// Whether `survivors` may form a communicator without the ranks of the old
+// one that are neither in it nor gone (`gone`, by old rank): they must hold
+// more than half of the ranks not gone, or exactly half with the lowest of
+// them. Two disjoint groups can then never both form while their members
+// hold the lineage (neither counts the other's members gone). OK when no
+// live rank is left out.
+Status CheckMajority(const std::vector<int>& survivors, const std::vector<bool>& gone, int root);
 
 // Answers every request on `endpoint`'s listener with `agreed` (a rank
 // outside it: kReplyLeftOut; a member: kReplyNotShrinking) from a thread of

@@ -1,7 +1,8 @@
-// The shrink root: the lowest live rank. It decides the survivor set (ranks
-// that joined, minus those whose connection closed before the answer) and
-// answers every member with the same table, unless a rank it asks says that
-// a shrink was agreed without it.
+// The shrink root: the lowest rank that answers. It decides the survivor set
+// (ranks that joined, minus those whose connection closed before the answer)
+// and answers every member with the same table, unless a rank it asks says
+// that a shrink was agreed without it, or the set leaves out live ranks
+// without a majority (CheckMajority).
 //
 // A rank that answers "not shrinking now" shares an earlier agreement with
 // the root: it is alive and holds the lineage (typically it is still failing
@@ -42,16 +43,23 @@ bool HungUp(const Socket& socket) {
 
 class ShrinkRoot {
  public:
-  ShrinkRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline)
+  ShrinkRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline,
+             const std::vector<bool>& gone_below)
       : endpoint_(endpoint),
         gather_deadline_(gather_deadline),
         deadline_(deadline),
         coming_deadline_(Midway(gather_deadline, deadline)),
         members_(endpoint.nranks, Member::kUnknown),
+        gone_(endpoint.nranks, false),
         sockets_(endpoint.nranks),
         questions_(endpoint.nranks),
         acceptor_(endpoint.listener, endpoint.secret, RequestAcceptorOptions(endpoint, "shrink root")) {
-    for (int rank = 0; rank < endpoint.rank; ++rank) members_[rank] = Member::kDead;
+    // Ranks below were scanned by this one: gone, or passed over (alive,
+    // silent). Neither is asked again.
+    for (int rank = 0; rank < endpoint.rank; ++rank) {
+      members_[rank] = Member::kDead;
+      gone_[rank] = rank < static_cast<int>(gone_below.size()) && gone_below[rank];
+    }
     members_[endpoint.rank] = Member::kJoined;
   }
 
@@ -78,6 +86,11 @@ class ShrinkRoot {
         members_[rank] = Member::kDead;  // died after joining
       }
       if (members_[rank] == Member::kJoined) table.survivors.push_back(rank);
+    }
+    Status majority = CheckMajority(table.survivors, gone_, endpoint_.rank);
+    if (!majority.ok()) {
+      for (int rank = 0; rank < endpoint_.nranks; ++rank) Answer(rank, majority.code(), majority.message());
+      return majority;
     }
     CHORUS_RETURN_IF_ERROR(FillRandom(table.nonce, sizeof(table.nonce)));
     UniqueIdContents id;
@@ -187,11 +200,12 @@ class ShrinkRoot {
     }
     Socket& socket = connection.socket;
     if (rank < endpoint_.rank) {
-      // It found every rank below it gone, and so took this live rank for
-      // gone too, or asks us as a root itself: only a network that lets
-      // some ranks reach a listener and not others does that.
+      // We passed over it (alive but silent, or late), or it asks us as a
+      // root itself: the shrink goes on without it, by a majority or not
+      // at all.
       Status refused = RemoteError("shrink root rank ", endpoint_.rank, " cannot take rank ", rank,
-                                   ", which is below it (a lower rank is unreachable from the root only)");
+                                   ", which is below it: rank ", endpoint_.rank, " found it gone or silent and "
+                                   "passed over it");
       SendReply(socket, refused.code(), refused.message(), quick).IgnoreError();
       return;
     }
@@ -214,6 +228,7 @@ class ShrinkRoot {
       if (!status.ok()) continue;
       if (!alive) {
         members_[rank] = Member::kDead;
+        gone_[rank] = true;
         continue;
       }
       probe.set_peer_name(StrCat("rank ", rank, " (", probe.peer_name(), ")"));
@@ -271,6 +286,7 @@ class ShrinkRoot {
   const Deadline deadline_;
   const Deadline coming_deadline_;  // the latest a member still coming is waited for
   std::vector<Member> members_;
+  std::vector<bool> gone_;         // refused a connection: left the lineage for good
   std::vector<Socket> sockets_;    // joiners, waiting for the answer
   std::vector<Socket> questions_;  // open questions to ranks still unheard of
   HandshakeAcceptor acceptor_;     // joiners authenticating
@@ -281,9 +297,31 @@ class ShrinkRoot {
 
 }  // namespace
 
-Status ServeAsRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline, ShrinkOutcome* outcome,
-                   std::vector<int>* left_out_of) {
-  return ShrinkRoot(endpoint, gather_deadline, deadline).Run(outcome, left_out_of);
+Status ServeAsRoot(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline deadline,
+                   const std::vector<bool>& gone_below, ShrinkOutcome* outcome, std::vector<int>* left_out_of) {
+  return ShrinkRoot(endpoint, gather_deadline, deadline, gone_below).Run(outcome, left_out_of);
+}
+
+Status CheckMajority(const std::vector<int>& survivors, const std::vector<bool>& gone, int root) {
+  std::vector<int> absent;  // alive (never refused), not in the set
+  int not_gone = 0, lowest = -1;
+  for (int rank = 0; rank < static_cast<int>(gone.size()); ++rank) {
+    if (gone[rank]) continue;
+    ++not_gone;
+    if (lowest < 0) lowest = rank;
+    if (!std::binary_search(survivors.begin(), survivors.end(), rank)) absent.push_back(rank);
+  }
+  if (absent.empty()) return Status::Ok();
+  const int size = static_cast<int>(survivors.size());
+  if (2 * size > not_gone || (2 * size == not_gone && !survivors.empty() && survivors.front() == lowest)) {
+    return Status::Ok();
+  }
+  return TimeoutError("shrink root rank ", root, ": ranks ", FormatRanks(absent),
+                      " are alive (their recovery listeners accept connections) but did not take part in time, and "
+                      "the ranks that did, ", FormatRanks(survivors), ", are not a majority of the ", not_gone,
+                      " ranks whose processes are not gone (half of them counts only with the lowest, rank ", lowest,
+                      "). Leaving live ranks out without a majority could let them form a communicator of their "
+                      "own: end their processes (a gone rank is left out at once) or have them call chorusCommShrink");
 }
 
 }  // namespace chorus::shrink

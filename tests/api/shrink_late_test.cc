@@ -5,7 +5,7 @@
 // a communicator of their own beside the one the others formed. Ranks are
 // threads of this process; every rank has its own recovery listener, as
 // processes do. Last, a rank stopped with SIGSTOP (alive, silent), with ranks
-// as forked processes.
+// as forked processes: the others leave it out as a majority.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -189,19 +190,19 @@ TEST(ShrinkLateTest, LateRootBelowTheSurvivingMembersIsRefused) {
 // Shared by the forked ranks of the next test (an anonymous shared page).
 struct StopState {
   std::atomic<pid_t> stopped_pid{0};
-  std::atomic<int> timed_out{0};
+  std::atomic<int> shrunk{0};        // ranks 1 and 2 that formed {1,2}
+  std::atomic<int> resumed_done{0};  // rank 0 finished its shrink after resuming
 };
 
-// Exit codes of a rank of the next test: kRejoined + 10 * size + new rank on
-// success.
+// Exit codes of a rank of the next test.
 enum StopExit : int {
+  kStopOk = 0,
   kStopInitFailed = 10,
   kNeverStopped = 11,
-  kFirstShrinkSucceeded = 12,  // formed a communicator without the stopped rank
-  kFirstShrinkWrongCode = 13,
-  kFirstShrinkUnclear = 14,
-  kSecondShrinkFailed = 15,
-  kRejoined = 100,
+  kShrinkFailed = 12,       // ranks 1 and 2 could not form {1,2}
+  kWrongCommunicator = 13,  // wrong size, rank or sum on it
+  kResumedNotRefused = 14,  // rank 0 formed a communicator of its own, or erred unclearly
+  kNeverResumed = 15,
 };
 
 bool IsStopped(pid_t pid) {
@@ -212,65 +213,80 @@ bool IsStopped(pid_t pid) {
   return end != std::string::npos && end + 2 < line.size() && line[end + 2] == 'T';
 }
 
+bool WaitFor(const std::function<bool()>& done, Millis bound) {
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(Millis(5));
+  }
+  return true;
+}
+
 int StoppedRankBody(const chorusUniqueId& id, StopState* state, int rank) {
-  constexpr int kStopTimeoutMs = 2000;
+  // Long enough to create the shrunk communicator on a loaded host after
+  // the gather deadline (3/4 of it).
+  constexpr int kStopTimeoutMs = 6000;
   chorusConfig_t config = MakeConfig(nullptr, kStopTimeoutMs);
   chorusComm_t comm = nullptr;
   if (chorusCommInitRankConfig(&comm, 3, id, rank, &config) != chorusSuccess) return kStopInitFailed;
   if (rank == 0) {
     state->stopped_pid.store(getpid());
-    raise(SIGSTOP);  // resumed by the last rank whose shrink timed out
-  } else {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (state->stopped_pid.load() == 0 || !IsStopped(state->stopped_pid.load())) {
-      if (std::chrono::steady_clock::now() > give_up) return kNeverStopped;
-      std::this_thread::sleep_for(Millis(5));
-    }
+    raise(SIGSTOP);  // resumed once ranks 1 and 2 formed {1,2}
     chorusComm_t shrunk = nullptr;
-    const chorusResult_t first = chorusCommShrink(comm, &shrunk);
-    std::fprintf(stderr, "rank %d: shrink beside the stopped rank 0: %s\n", rank, Describe(first, comm).c_str());
-    if (first == chorusSuccess) return kFirstShrinkSucceeded;
-    if (first != chorusTimeout) return kFirstShrinkWrongCode;
-    if (std::string(chorusGetLastError(comm)).find("rank 0 accepts connections") == std::string::npos) {
-      return kFirstShrinkUnclear;
-    }
-    if (state->timed_out.fetch_add(1) + 1 == 2) kill(state->stopped_pid.load(), SIGCONT);
+    const chorusResult_t late = chorusCommShrink(comm, &shrunk);
+    std::fprintf(stderr, "rank 0: shrink after resuming: %s\n", Describe(late, comm).c_str());
+    const bool refused =
+        late == chorusRemoteError &&
+        std::string(chorusGetLastError(comm)).find("left out of a shrink that ranks {1,2}") != std::string::npos;
+    if (late == chorusSuccess) (void)chorusCommDestroy(shrunk);
+    state->resumed_done.store(1);
+    (void)chorusCommDestroy(comm);
+    return refused ? kStopOk : kResumedNotRefused;
+  }
+  if (!WaitFor([&] { return state->stopped_pid.load() != 0 && IsStopped(state->stopped_pid.load()); }, Millis(10000))) {
+    return kNeverStopped;
   }
   chorusComm_t shrunk = nullptr;
-  const chorusResult_t second = chorusCommShrink(comm, &shrunk);
-  if (second != chorusSuccess) {
-    std::fprintf(stderr, "rank %d: shrink after rank 0 resumed: %s\n", rank, Describe(second, comm).c_str());
-    return kSecondShrinkFailed;
+  const chorusResult_t result = chorusCommShrink(comm, &shrunk);
+  if (result != chorusSuccess) {
+    std::fprintf(stderr, "rank %d: shrink beside the stopped rank 0: %s\n", rank, Describe(result, comm).c_str());
+    return kShrinkFailed;
   }
+  (void)chorusCommDestroy(comm);  // the shrunk communicator keeps the lineage
   int new_rank = -1, new_size = -1;
   (void)chorusCommUserRank(shrunk, &new_rank);
   (void)chorusCommCount(shrunk, &new_size);
   int32_t value = rank + 1;
   const bool reduced = chorusAllReduce(&value, &value, 1, chorusInt32, chorusSum, shrunk, nullptr) == chorusSuccess;
+  int code = reduced && value == 5 && new_size == 2 && new_rank == rank - 1 ? kStopOk : kWrongCommunicator;
+  if (state->shrunk.fetch_add(1) + 1 == 2) kill(state->stopped_pid.load(), SIGCONT);
+  // Members answer rank 0 while they hold the shrunk communicator.
+  if (!WaitFor([&] { return state->resumed_done.load() != 0; }, Millis(15000)) && code == kStopOk) {
+    code = kNeverResumed;
+  }
   (void)chorusCommDestroy(shrunk);
-  (void)chorusCommDestroy(comm);
-  return reduced && value == 6 ? kRejoined + 10 * new_size + new_rank : kSecondShrinkFailed;
+  return code;
 }
 
 // Rank 0 is stopped (SIGSTOP), not dead: its kernel still completes
-// connections, so it is never taken for dead, and a live rank below every
-// survivor is not skipped. The others' shrink ends in time with
-// chorusTimeout naming it (no hang, and no communicator without it); once
-// it is resumed, shrinking again brings all three together.
-TEST(ShrinkLateTest, StoppedLowestRankTimesOutClearlyThenRejoins) {
+// connections, so it is not taken for gone. Ranks 1 and 2 pass over it
+// halfway to their gather deadline and, as a majority of the three, form
+// {1,2}, which reduces exactly. Resumed, rank 0 shrinks too and is told it
+// was left out: never a communicator of its own beside {1,2}.
+TEST(ShrinkLateTest, StoppedLowestRankIsLeftOutByTheMajority) {
   void* page = mmap(nullptr, sizeof(StopState), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(page, MAP_FAILED);
   auto* state = new (page) StopState();
   const RendezvousProcess rendezvous;  // this process stays single-threaded for ForkRanks
   ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
   const chorusUniqueId id = rendezvous.id();
-  const std::vector<ChildOutcome> outcomes =
-      ForkRanks(3, [&](int rank) { return StoppedRankBody(id, state, rank); }, Millis(30000));
+  const std::vector<ChildOutcome> outcomes = ForkRanks(
+      3, [&](int rank) { return StoppedRankBody(id, state, rank); }, Millis(40000));
   for (const ChildOutcome& outcome : outcomes) {
     EXPECT_FALSE(outcome.killed_at_deadline) << "hang: " << Describe(outcome);
-    EXPECT_TRUE(outcome.exited && outcome.exit_code == kRejoined + 30 + outcome.rank)
-        << Describe(outcome) << " (11 never stopped, 12 formed a communicator without rank 0, 13/14 wrong or unclear "
-        << "error, 15 the shrink after resuming failed)";
+    EXPECT_TRUE(outcome.exited && outcome.exit_code == kStopOk)
+        << Describe(outcome) << " (11 never stopped, 12 ranks 1 and 2 could not shrink, 13 wrong communicator, "
+        << "14 rank 0 not refused after resuming, 15 rank 0 never finished)";
   }
   state->~StopState();
   munmap(page, sizeof(StopState));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bootstrap/shrink.h"
+#include "bootstrap/shrink_protocol.h"
 #include "tests/transports/intruders.h"
 
 namespace chorus {
@@ -160,23 +161,45 @@ TEST(ShrinkAgreementTest, SilentAndJunkConnectionsDelayNoAnswerToALateRank) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
 }
 
-// Ranks 0 and 1 agree without ranks 2, 3 and 4, which are alive but late.
+// Ranks 0 to 3 agree without ranks 4, 5 and 6, which are alive but late.
 // A late rank is told so by the lowest member that still holds the endpoint,
 // never counts the members dead, and stays left out; a rank that learnt it
 // passes it on to later ones below whom every member is gone.
 TEST(ShrinkAgreementTest, ALateRankIsToldWhatWasAgreedWithoutIt) {
   constexpr int kShortMs = 800;
-  auto endpoints = MakeEndpoints(5, 7);
-  ExpectAgreement(ShrinkSome(endpoints, {0, 1}, kShortMs), {0, 1});
-  ExpectLeftOut(ShrinkSome(endpoints, {2}, kShortMs)[2], "{0,1} completed (told by rank 0)");
+  auto endpoints = MakeEndpoints(7, 7);
+  ExpectAgreement(ShrinkSome(endpoints, {0, 1, 2, 3}, kShortMs), {0, 1, 2, 3});
+  ExpectLeftOut(ShrinkSome(endpoints, {4}, kShortMs)[4], "{0,1,2,3} completed (told by rank 0)");
   endpoints[0].reset();  // rank 0's process ends
-  ExpectLeftOut(ShrinkSome(endpoints, {3}, kShortMs)[3], "{0,1} completed (told by rank 1)");
-  endpoints[1].reset();
-  ExpectLeftOut(ShrinkSome(endpoints, {4}, kShortMs)[4], "{0,1} completed (told by rank 2)");
+  ExpectLeftOut(ShrinkSome(endpoints, {5}, kShortMs)[5], "{0,1,2,3} completed (told by rank 1)");
+  for (int rank : {1, 2, 3}) endpoints[rank].reset();
+  ExpectLeftOut(ShrinkSome(endpoints, {6}, kShortMs)[6], "{0,1,2,3} completed (told by rank 4)");
   // Asking again changes nothing, at once.
   const auto start = std::chrono::steady_clock::now();
-  ExpectLeftOut(ShrinkSome(endpoints, {3}, kShortMs)[3], "{0,1} completed (told by rank 1)");
+  ExpectLeftOut(ShrinkSome(endpoints, {5}, kShortMs)[5], "{0,1,2,3} completed (told by rank 1)");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(kShortMs / 2));
+}
+
+// Leaving out live ranks needs a majority of the ranks not gone, or half
+// with the lowest of them; gone ranks do not count.
+TEST(ShrinkAgreementTest, LeavingOutLiveRanksNeedsAMajority) {
+  const std::vector<bool> none_gone(4, false);
+  EXPECT_TRUE(shrink::CheckMajority({0, 1, 2, 3}, none_gone, 0).ok());
+  EXPECT_TRUE(shrink::CheckMajority({1, 2, 3}, none_gone, 1).ok());
+  EXPECT_TRUE(shrink::CheckMajority({0, 3}, none_gone, 0).ok());  // half, with rank 0
+  const Status half_without_lowest = shrink::CheckMajority({2, 3}, none_gone, 2);
+  EXPECT_EQ(half_without_lowest.code(), chorusTimeout);
+  EXPECT_NE(half_without_lowest.message().find("ranks {0,1} are alive"), std::string::npos)
+      << half_without_lowest.message();
+  EXPECT_NE(half_without_lowest.message().find("{2,3}, are not a majority of the 4 ranks"), std::string::npos)
+      << half_without_lowest.message();
+  EXPECT_EQ(shrink::CheckMajority({3}, none_gone, 3).code(), chorusTimeout);
+  // Ranks 0 and 1 gone: {2,3} is everyone left; {3} is half without rank 2.
+  const std::vector<bool> two_gone = {true, true, false, false};
+  EXPECT_TRUE(shrink::CheckMajority({2, 3}, two_gone, 2).ok());
+  EXPECT_TRUE(shrink::CheckMajority({2}, two_gone, 2).ok());
+  EXPECT_EQ(shrink::CheckMajority({3}, two_gone, 3).code(), chorusTimeout);
+  EXPECT_TRUE(shrink::CheckMajority({0}, {false}, 0).ok());
 }
 
 // A late rank whose every lower rank is gone serves as root; it must hear
@@ -211,23 +234,34 @@ TEST(ShrinkAgreementTest, MembersShrinkingAgainWaitForTheLowestRank) {
 }
 
 // Rank 0 is alive but silent (stopped, or not calling shrink): its kernel
-// accepts connections, nobody answers. A live rank below every survivor is
-// never skipped, so the others time out naming it; they never form a
-// communicator without it. When it calls alone, it leaves them out, and they
-// are told so afterwards.
-TEST(ShrinkAgreementTest, ASilentLowestRankMakesTheOthersTimeOutNotSplit) {
+// accepts connections, nobody answers. The others pass over it halfway to
+// their gather deadline and, being a majority, agree without it. When it
+// calls alone, the members tell it that it was left out.
+TEST(ShrinkAgreementTest, ASilentLowestRankIsLeftOutByAMajority) {
   constexpr int kShortMs = 800;
   auto endpoints = MakeEndpoints(3, 10);
-  const std::vector<Agreement> waiting = ShrinkSome(endpoints, {1, 2}, kShortMs);
-  for (int rank : {1, 2}) {
-    EXPECT_EQ(waiting[rank].status.code(), chorusTimeout) << waiting[rank].status.message();
-    EXPECT_NE(waiting[rank].status.message().find("rank 0 accepts connections"), std::string::npos)
-        << waiting[rank].status.message();
+  ExpectAgreement(ShrinkSome(endpoints, {1, 2}, kShortMs), {1, 2});
+  ExpectLeftOut(ShrinkSome(endpoints, {0}, kShortMs)[0], "{1,2} completed (told by rank 1)");
+}
+
+// Ranks 0 and 1 of 4 are silent: ranks 2 and 3 are half of the live ranks,
+// without the lowest, so they time out saying so instead of forming a
+// communicator that ranks 0 and 1 could mirror. Ranks 0 and 1 (half, with
+// the lowest) may then agree without them, and tell them so.
+TEST(ShrinkAgreementTest, SilentLowerHalfMakesTheOthersTimeOutNotSplit) {
+  constexpr int kShortMs = 800;
+  auto endpoints = MakeEndpoints(4, 15);
+  // Passing over the second silent rank takes another second (kAnswerMs).
+  const std::vector<Agreement> upper = ShrinkSome(endpoints, {2, 3}, kTimeoutMs);
+  for (int rank : {2, 3}) {
+    EXPECT_EQ(upper[rank].status.code(), chorusTimeout) << upper[rank].status.message();
+    EXPECT_NE(upper[rank].status.message().find("ranks {0,1} are alive"), std::string::npos)
+        << upper[rank].status.message();
   }
-  ExpectAgreement(ShrinkSome(endpoints, {0}, kShortMs), {0});
-  const std::vector<Agreement> late = ShrinkSome(endpoints, {1, 2}, kShortMs);
-  ExpectLeftOut(late[1], "{0} completed (told by rank 0)");
-  ExpectLeftOut(late[2], "{0} completed (told by rank 0)");
+  ExpectAgreement(ShrinkSome(endpoints, {0, 1}, kShortMs), {0, 1});
+  const std::vector<Agreement> again = ShrinkSome(endpoints, {2, 3}, kShortMs);
+  ExpectLeftOut(again[2], "{0,1} completed (told by rank 0)");
+  ExpectLeftOut(again[3], "{0,1} completed (told by rank 0)");
 }
 
 // Everyone agreed; then rank 0 dies (as a shrink root that dies before the
