@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <string>
 #include <memory>
+#include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -262,6 +263,59 @@ TEST(ShrinkAgreementTest, SilentLowerHalfMakesTheOthersTimeOutNotSplit) {
   const std::vector<Agreement> again = ShrinkSome(endpoints, {2, 3}, kShortMs);
   ExpectLeftOut(again[2], "{0,1} completed (told by rank 0)");
   ExpectLeftOut(again[3], "{0,1} completed (told by rank 0)");
+}
+
+// Random trials: each rank is dead, silent (alive, never calls) or calls
+// after a random delay up to past the others' deadline. Whatever the
+// timing, every rank that succeeds gets the same membership (which holds
+// it), and it is never a minority of the ranks not dead that leaves live
+// ones out.
+TEST(ShrinkAgreementTest, RandomArrivalsNeverFormTwoGroups) {
+  constexpr int kShortMs = 900;
+  constexpr int kTrials = 8;
+  std::mt19937 random(20261128);
+  int formed = 0, failed = 0;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const int nranks = 3 + static_cast<int>(random() % 3);
+    auto endpoints = MakeEndpoints(nranks, static_cast<uint8_t>(40 + trial));
+    std::vector<int> role(nranks), delay_ms(nranks, 0);  // 0 calls, 1 silent, 2 dead
+    for (int rank = 0; rank < nranks; ++rank) {
+      const unsigned draw = random() % 10;
+      role[rank] = draw < 7 ? 0 : draw < 9 ? 1 : 2;
+      delay_ms[rank] = static_cast<int>(random() % (kShortMs * 5 / 4));
+      if (role[rank] == 2) endpoints[rank]->listener.Close();
+    }
+    std::vector<Agreement> results(nranks);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < nranks; ++rank) {
+      if (role[rank] != 0) continue;
+      threads.emplace_back([&, rank] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[rank]));
+        results[rank].status = AgreeOnSurvivors(*endpoints[rank], Deadline::AfterMs(kShortMs * 3 / 4),
+                                                Deadline::AfterMs(kShortMs), &results[rank].outcome);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    std::vector<int> group;
+    for (int rank = 0; rank < nranks; ++rank) {
+      if (role[rank] != 0) continue;
+      if (!results[rank].status.ok()) {
+        ++failed;
+        continue;
+      }
+      ++formed;
+      const std::vector<int>& mine = results[rank].outcome.survivors;
+      EXPECT_TRUE(std::binary_search(mine.begin(), mine.end(), rank)) << "trial " << trial << " rank " << rank;
+      if (group.empty()) group = mine;
+      EXPECT_EQ(mine, group) << "trial " << trial << ": rank " << rank << " formed another group";
+    }
+    if (!group.empty()) {
+      const int not_dead =
+          static_cast<int>(std::count(role.begin(), role.end(), 0) + std::count(role.begin(), role.end(), 1));
+      EXPECT_GE(2 * static_cast<int>(group.size()), not_dead) << "trial " << trial;
+    }
+  }
+  std::printf("%d ranks formed a communicator, %d failed, over %d trials\n", formed, failed, kTrials);
 }
 
 // Everyone agreed; then rank 0 dies (as a shrink root that dies before the
