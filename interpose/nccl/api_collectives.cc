@@ -22,8 +22,8 @@ ncclResult_t Prepare(const char* api, ncclComm_t comm, ncclDataType_t datatype, 
   const char* why = nullptr;
   if (!chorus_nccl::MapDataType(datatype, type, &why)) {
     return Fail(ncclInvalidArgument, api,
-                "datatype " + std::to_string(static_cast<int>(datatype)) + " (" +
-                    chorus_nccl::DataTypeName(datatype) + ") " + why);
+                "datatype " + std::to_string(static_cast<int>(datatype)) + " (" + chorus_nccl::DataTypeName(datatype) +
+                    ") " + why);
   }
   return ncclSuccess;
 }
@@ -35,123 +35,117 @@ ncclResult_t PrepareOp(const char* api, ncclRedOp_t op, chorusRedOp_t* out) {
   return ncclSuccess;
 }
 
+// One call: its arguments checked and mapped (the op only when it has one),
+// then `call(type, op, comm)` on Chorus, its result mapped back.
+template <typename Call>
+ncclResult_t Forward(const char* api, ncclComm_t comm, ncclDataType_t datatype, const ncclRedOp_t* op, Call call) {
+  chorusDataType_t type;
+  chorusRedOp_t chorus_op = chorusSum;
+  ncclResult_t result = Prepare(api, comm, datatype, &type);
+  if (result == ncclSuccess && op != nullptr) result = PrepareOp(api, *op, &chorus_op);
+  if (result != ncclSuccess) return result;
+  return FromChorus(call(type, chorus_op, ToChorus(comm)), api);
+}
+
 }  // namespace
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclAllReduce";
-  chorusDataType_t type;
-  chorusRedOp_t chorus_op;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result == ncclSuccess) result = PrepareOp(api, op, &chorus_op);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusAllReduce(sendbuff, recvbuff, count, type, chorus_op, ToChorus(comm), nullptr), api);
+  return Forward("ncclAllReduce", comm, datatype, &op,
+                 [&](chorusDataType_t type, chorusRedOp_t chorus_op, chorusComm_t chorus_comm) {
+                   return chorusAllReduce(sendbuff, recvbuff, count, type, chorus_op, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclBroadcast";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusBroadcast(sendbuff, recvbuff, count, type, root, ToChorus(comm), nullptr), api);
+  return Forward("ncclBroadcast", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusBroadcast(sendbuff, recvbuff, count, type, root, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
          cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclBcast";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusBroadcast(buff, buff, count, type, root, ToChorus(comm), nullptr), api);
+  return Forward("ncclBcast", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusBroadcast(buff, buff, count, type, root, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclReduce";
-  chorusDataType_t type;
-  chorusRedOp_t chorus_op;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result == ncclSuccess) result = PrepareOp(api, op, &chorus_op);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusReduce(sendbuff, recvbuff, count, type, chorus_op, root, ToChorus(comm), nullptr), api);
+  return Forward("ncclReduce", comm, datatype, &op,
+                 [&](chorusDataType_t type, chorusRedOp_t chorus_op, chorusComm_t chorus_comm) {
+                   return chorusReduce(sendbuff, recvbuff, count, type, chorus_op, root, chorus_comm, nullptr);
+                 });
 }
 
-NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
-         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclAllGather";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusAllGather(sendbuff, recvbuff, sendcount, type, ToChorus(comm), nullptr), api);
+  return Forward("ncclAllGather", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusAllGather(sendbuff, recvbuff, sendcount, type, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclReduceScatter";
-  chorusDataType_t type;
-  chorusRedOp_t chorus_op;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result == ncclSuccess) result = PrepareOp(api, op, &chorus_op);
-  if (result != ncclSuccess) return result;
-  return FromChorus(
-      chorusReduceScatter(sendbuff, recvbuff, recvcount, type, chorus_op, ToChorus(comm), nullptr), api);
+  return Forward("ncclReduceScatter", comm, datatype, &op,
+                 [&](chorusDataType_t type, chorusRedOp_t chorus_op, chorusComm_t chorus_comm) {
+                   return chorusReduceScatter(sendbuff, recvbuff, recvcount, type, chorus_op, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclAlltoAll";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusAlltoAll(sendbuff, recvbuff, count, type, ToChorus(comm), nullptr), api);
+  return Forward("ncclAlltoAll", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusAlltoAll(sendbuff, recvbuff, count, type, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclGather";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusGather(sendbuff, recvbuff, count, type, root, ToChorus(comm), nullptr), api);
+  return Forward("ncclGather", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusGather(sendbuff, recvbuff, count, type, root, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclScatter";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusScatter(sendbuff, recvbuff, count, type, root, ToChorus(comm), nullptr), api);
+  return Forward("ncclScatter", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusScatter(sendbuff, recvbuff, count, type, root, chorus_comm, nullptr);
+                 });
 }
 
-NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-         ncclComm_t comm, cudaStream_t stream) {
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclSend";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusSend(sendbuff, count, type, peer, ToChorus(comm), nullptr), api);
+  return Forward("ncclSend", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusSend(sendbuff, count, type, peer, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream) {
   (void)stream;
-  const char* api = "ncclRecv";
-  chorusDataType_t type;
-  ncclResult_t result = Prepare(api, comm, datatype, &type);
-  if (result != ncclSuccess) return result;
-  return FromChorus(chorusRecv(recvbuff, count, type, peer, ToChorus(comm), nullptr), api);
+  return Forward("ncclRecv", comm, datatype, nullptr,
+                 [&](chorusDataType_t type, chorusRedOp_t, chorusComm_t chorus_comm) {
+                   return chorusRecv(recvbuff, count, type, peer, chorus_comm, nullptr);
+                 });
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart, void) { return chorus_nccl::GroupStart(); }
@@ -176,8 +170,12 @@ NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, 
   if (op == nullptr) return Fail(ncclInvalidArgument, api, "op is NULL");
   chorusScalarResidence_t chorus_residence;
   switch (residence) {
-    case ncclScalarDevice: chorus_residence = chorusScalarDevice; break;
-    case ncclScalarHostImmediate: chorus_residence = chorusScalarHostImmediate; break;
+    case ncclScalarDevice:
+      chorus_residence = chorusScalarDevice;
+      break;
+    case ncclScalarHostImmediate:
+      chorus_residence = chorusScalarHostImmediate;
+      break;
     default:
       return Fail(ncclInvalidArgument, api,
                   "residence " + std::to_string(static_cast<int>(residence)) + " is not an ncclScalarResidence_t");
