@@ -62,20 +62,4 @@ double SharedCoresSeconds(double seconds, const std::vector<double>& per_host, i
   return std::max({seconds, total / physical_cores, busiest});
 }
 
-Status SimulateOnSharedCores(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster,
-                             const SimOptions& options, SimResult* result) {
-  SimResult out;
-  CHORUS_RETURN_IF_ERROR(Simulate(call, algo, cluster, options, &out));
-  if (cluster.physical_cores > 0 && cluster.physical_cores < cluster.hosts && out.time_s > 0) {
-    std::vector<double> per_host;
-    CHORUS_RETURN_IF_ERROR(HostCpuSeconds(call, algo, cluster, &per_host));
-    const double stretched = SharedCoresSeconds(out.time_s, per_host, cluster.physical_cores);
-    out.algbw_Bps *= out.time_s / stretched;
-    out.busbw_Bps *= out.time_s / stretched;
-    out.time_s = stretched;
-  }
-  *result = out;
-  return Status::Ok();
-}
-
 }  // namespace chorus::sim

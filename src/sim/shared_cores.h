@@ -18,7 +18,6 @@
 #include "algorithms/algorithm.h"
 #include "base/status.h"
 #include "sim/cluster_model.h"
-#include "sim/simulator.h"
 
 namespace chorus::sim {
 
@@ -35,9 +34,5 @@ Status HostCpuSeconds(const CollectiveArgs& call, Algorithm algo, const ClusterM
 // `seconds` stretched by the shared cores: unchanged when physical_cores is
 // 0 or at least the number of hosts, else max(seconds, sum / cores, max).
 double SharedCoresSeconds(double seconds, const std::vector<double>& per_host, int physical_cores);
-
-// Simulate(), then the stretch (algbw and busbw follow the new time).
-Status SimulateOnSharedCores(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster,
-                             const SimOptions& options, SimResult* result);
 
 }  // namespace chorus::sim

@@ -7,6 +7,7 @@
 #include "sim/bus_bandwidth.h"
 #include "sim/compact_schedule.h"
 #include "sim/replay_engine.h"
+#include "sim/shared_cores.h"
 
 namespace chorus::sim {
 
@@ -119,6 +120,22 @@ Status SimulateSchedules(const std::vector<Schedule>& schedules, const ClusterMo
   out.distinct_schedules = interner.distinct();
   ReplayEngine engine(cluster, call.nranks, std::move(compact), options.max_inflight_per_peer);
   CHORUS_RETURN_IF_ERROR(engine.Run(&out));
+  *result = out;
+  return Status::Ok();
+}
+
+Status SimulateOnSharedCores(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster,
+                             const SimOptions& options, SimResult* result) {
+  SimResult out;
+  CHORUS_RETURN_IF_ERROR(Simulate(call, algo, cluster, options, &out));
+  if (cluster.physical_cores > 0 && cluster.physical_cores < cluster.hosts && out.time_s > 0) {
+    std::vector<double> per_host;
+    CHORUS_RETURN_IF_ERROR(HostCpuSeconds(call, algo, cluster, &per_host));
+    const double stretched = SharedCoresSeconds(out.time_s, per_host, cluster.physical_cores);
+    out.algbw_Bps *= out.time_s / stretched;
+    out.busbw_Bps *= out.time_s / stretched;
+    out.time_s = stretched;
+  }
   *result = out;
   return Status::Ok();
 }

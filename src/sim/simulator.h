@@ -64,4 +64,9 @@ Status Simulate(const CollectiveArgs& call, Algorithm algo, const ClusterModel& 
 Status SimulateSchedules(const std::vector<Schedule>& schedules, const ClusterModel& cluster,
                          const SimOptions& options, SimResult* result);
 
+// Simulate(), then stretched by the shared cores (sim/shared_cores.h);
+// algbw and busbw follow the new time.
+Status SimulateOnSharedCores(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster,
+                             const SimOptions& options, SimResult* result);
+
 }  // namespace chorus::sim
