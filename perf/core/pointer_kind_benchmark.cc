@@ -1,5 +1,6 @@
 // What classifying a user buffer costs per call (core/pointer_kind.h): the
-// C API classifies sendbuff and recvbuff of every call. ClassifyPointer
+// C API classifies sendbuff and recvbuff of every call (ClassifyCallBuffers,
+// core/buffer_kinds.h, measured whole on a one-rank communicator). ClassifyPointer
 // asks the CUDA runtime once per process whether a device exists, so on a
 // machine without one each buffer costs a branch; the runtime query it
 // would otherwise make per buffer (cudaPointerGetAttributes, then clearing
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "chorus_build_config.h"
+#include "core/buffer_kinds.h"
+#include "core/handles.h"
 #include "core/pointer_kind.h"
 
 #if CHORUS_HAVE_CUDA
@@ -28,6 +31,26 @@ void BM_ClassifyPointer(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ClassifyPointer);
+
+// The API's whole step: both buffers, the mixed-kind check, the kinds set.
+void BM_ClassifyCallBuffers(benchmark::State& state) {
+  chorusComm_t comm = nullptr;
+  int device = 0;
+  if (chorusCommInitAll(&comm, 1, &device) != chorusSuccess) {
+    state.SkipWithError("chorusCommInitAll failed");
+    return;
+  }
+  std::vector<float> send(2), recv(2);
+  Operation op;
+  op.send = send.data();
+  op.recv = recv.data();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(ClassifyCallBuffers(*comm->impl, &op).ok());
+    benchmark::DoNotOptimize(op.send_kind);
+  }
+  chorusCommDestroy(comm);
+}
+BENCHMARK(BM_ClassifyCallBuffers);
 
 #if CHORUS_HAVE_CUDA
 // What each call paid per buffer without the per-process answer.
