@@ -137,7 +137,9 @@ chorusResult_t SubmitPointToPoint(Operation::Kind kind, const void* sendbuff, vo
   call.op.send = sendbuff;
   call.op.recv = recvbuff;
   status = chorus::ClassifyCallBuffers(*comm->impl, &call.op);
-  if (!status.ok()) return chorus::Report(comm, status.WithContext(kind == Operation::Kind::kSend ? "chorusSend" : "chorusRecv"));
+  if (!status.ok()) {
+    return chorus::Report(comm, status.WithContext(kind == Operation::Kind::kSend ? "chorusSend" : "chorusRecv"));
+  }
   return chorus::Report(comm, chorus::Submit(call));
 }
 

@@ -281,8 +281,8 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     if (op.kind != Operation::Kind::kCollective || !op.average || op.args.count == 0) continue;
     const CollectiveArgs& args = op.args;
     if (args.coll == Collective::kReduce && args.rank != args.root) continue;
-    CHORUS_RETURN_IF_ERROR(
-        FinishResultOn(engines(), op.recv_kind, op, op.recv, RecvBufferBytes(args) / DataTypeSize(args.dtype), nranks_));
+    const size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);
+    CHORUS_RETURN_IF_ERROR(FinishResultOn(engines(), op.recv_kind, op, op.recv, count, nranks_));
   }
   return Status::Ok();
 }

@@ -174,8 +174,11 @@ Status LaunchBinding::RegisterBuffers(ExecutorOptions* options) {
       // A kind the transport does not take is staged through host slots,
       // which carry no registration.
       if (bytes == 0 || !Contains(registered_kinds_, kind)) continue;
+      // Pinned memory is host memory to a transport (ibverbs registers
+      // only kHost); a device kind it takes is registered as that kind.
+      const MemoryKind registered = IsCpuAccessible(kind) ? MemoryKind::kHost : kind;
       RegistrationCache::Lease lease;
-      Status status = registrations_->Acquire(base, bytes, kind, &lease);
+      Status status = registrations_->Acquire(base, bytes, registered, &lease);
       if (!status.ok()) {
         ReleaseBuffers();
         return status.WithContext(StrCat("rank ", rank_, ": registering ", bytes, " bytes"));

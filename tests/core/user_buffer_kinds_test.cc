@@ -68,14 +68,15 @@ void RunRanks(int nranks, const char* algo, const std::function<void(DeviceRank&
     threads.emplace_back([&, rank] {
       FakeDeviceMemory device(kDeviceBytes);
       FakeDeviceEngine engine(&device);
-      FakeDeviceUserMemory user_memory = with_engine ? FakeDeviceUserMemory(&device, &engine) : FakeDeviceUserMemory(&device);
+      FakeDeviceUserMemory user_memory =
+          with_engine ? FakeDeviceUserMemory(&device, &engine) : FakeDeviceUserMemory(&device);
       chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
       config.algo = algo;
       config.timeoutMs = 20000;
       CommOptions options;
       Status status = ResolveOptions(&config, &options);
       ASSERT_TRUE(status.ok()) << status.message();
-      options.use_tuner = false;  // no calibration: seconds matter here
+      options.use_tuner = false;   // no calibration: seconds matter here
       options.chunk_bytes = 1024;  // several chunks per buffer through the staging slots
       options.user_memory = &user_memory;
       std::unique_ptr<chorusComm> comm;
@@ -96,9 +97,7 @@ std::vector<int32_t> Input(int rank, size_t count, size_t first = 0) {
   return values;
 }
 
-int32_t SumOver(int nranks, size_t i) {
-  return 1000 * nranks * (nranks - 1) / 2 + nranks * static_cast<int32_t>(i);
-}
+int32_t SumOver(int nranks, size_t i) { return 1000 * nranks * (nranks - 1) / 2 + nranks * static_cast<int32_t>(i); }
 
 void ExpectSums(const DeviceRank& r, size_t offset, size_t count) {
   const std::vector<int32_t> got = r.Get<int32_t>(offset, count);
@@ -168,9 +167,9 @@ TEST_P(ScaledReductionsTest, AvgAndPreMulSumOnDeviceBuffers) {
     chorusRedOp_t premul;
     ASSERT_EQ(chorusRedOpCreatePreMulSum(&premul, &half, chorusFloat64, chorusScalarHostImmediate, r.comm),
               chorusSuccess);
-    ASSERT_EQ(chorusAllReduce(r.At<double>(kSendAt), r.At<double>(kRecvAt), kCount, chorusFloat64, premul, r.comm,
-                              nullptr),
-              chorusSuccess)
+    ASSERT_EQ(
+        chorusAllReduce(r.At<double>(kSendAt), r.At<double>(kRecvAt), kCount, chorusFloat64, premul, r.comm, nullptr),
+        chorusSuccess)
         << r.last_error();
     got = r.Get<double>(kRecvAt, kCount);
     for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], 3.0 * static_cast<double>(i)) << "PreMulSum element " << i;
@@ -180,7 +179,8 @@ TEST_P(ScaledReductionsTest, AvgAndPreMulSumOnDeviceBuffers) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(ExecutorAndBoard, ScaledReductionsTest, ::testing::Values("allreduce:ring", "allreduce:oneshot"));
+INSTANTIATE_TEST_SUITE_P(ExecutorAndBoard, ScaledReductionsTest,
+                         ::testing::Values("allreduce:ring", "allreduce:oneshot"));
 
 TEST(UserBufferKindsTest, DataMovementAndReduceScatterOnDeviceBuffers) {
   constexpr size_t kCount = 700;
@@ -296,9 +296,9 @@ TEST(UserBufferKindsTest, CpuPathsRefuseDeviceBuffersAndWriteNothing) {
               "read; pass host memory");
     EXPECT_EQ(op, chorusMax);
 
-    ASSERT_EQ(chorusAllReduce(r.At<float>(kSendAt), r.At<float>(kRecvAt), kCount, chorusFloat32, chorusSum, r.comm,
-                              nullptr),
-              chorusSuccess)
+    ASSERT_EQ(
+        chorusAllReduce(r.At<float>(kSendAt), r.At<float>(kRecvAt), kCount, chorusFloat32, chorusSum, r.comm, nullptr),
+        chorusSuccess)
         << r.last_error();
     EXPECT_EQ(r.Get<float>(kRecvAt, kCount), std::vector<float>(kCount, 2.0f));
   });
