@@ -2,6 +2,7 @@
 // everything before anything is written, then submit.
 #include <cstring>
 
+#include "core/buffer_kinds.h"
 #include "core/handles.h"
 #include "core/launcher.h"
 
@@ -27,6 +28,22 @@ Status CheckRoot(const chorusComm* comm, int root) {
 bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+// The public name of a collective's call, for messages about its buffers.
+const char* PublicCallName(Collective coll) {
+  switch (coll) {
+    case Collective::kAllReduce: return "chorusAllReduce";
+    case Collective::kBroadcast: return "chorusBroadcast";
+    case Collective::kReduce: return "chorusReduce";
+    case Collective::kAllGather: return "chorusAllGather";
+    case Collective::kReduceScatter: return "chorusReduceScatter";
+    case Collective::kAllToAll: return "chorusAlltoAll";
+    case Collective::kGather: return "chorusGather";
+    case Collective::kScatter: return "chorusScatter";
+    case Collective::kCount: break;
+  }
+  return "collective";
 }
 
 // Validates a collective call, fills `op`, and submits it.
@@ -88,6 +105,10 @@ chorusResult_t SubmitCollective(Collective coll, const void* sendbuff, void* rec
   // Nothing to move or write; with CHORUS_CHECK it is still checked, so
   // that a rank calling with count 0 meets the others' call.
   if (count == 0 && !comm->impl->checks_calls()) return chorusSuccess;
+  if (count > 0) {
+    status = chorus::ClassifyCallBuffers(*comm->impl, &op);
+    if (!status.ok()) return chorus::Report(comm, status.WithContext(PublicCallName(coll)));
+  }
   return chorus::Report(comm, chorus::Submit(call));
 }
 
@@ -115,6 +136,10 @@ chorusResult_t SubmitPointToPoint(Operation::Kind kind, const void* sendbuff, vo
   call.op.dtype = datatype;
   call.op.send = sendbuff;
   call.op.recv = recvbuff;
+  status = chorus::ClassifyCallBuffers(*comm->impl, &call.op);
+  if (!status.ok()) {
+    return chorus::Report(comm, status.WithContext(kind == Operation::Kind::kSend ? "chorusSend" : "chorusRecv"));
+  }
   return chorus::Report(comm, chorus::Submit(call));
 }
 
@@ -191,6 +216,9 @@ chorusResult_t chorusRedOpCreatePreMulSum(chorusRedOp_t* op, void* scalar, choru
   if (status.ok() && residence != chorusScalarDevice && residence != chorusScalarHostImmediate) {
     status = InvalidArgument("unknown scalar residence ", static_cast<int>(residence));
   }
+  // The scalar is read on the CPU (now, and at every call for
+  // chorusScalarDevice), so it must be memory the CPU can touch.
+  if (status.ok()) status = chorus::RequireCpuMemory(*comm->impl, "scalar", scalar, "PreMulSum");
   if (!status.ok()) return chorus::Report(comm, status.WithContext("chorusRedOpCreatePreMulSum"));
   chorus::PreMulSumOp premul;
   premul.dtype = datatype;

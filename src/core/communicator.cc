@@ -31,7 +31,7 @@ constexpr SpinBudget kTurnPoll{std::chrono::microseconds(2), std::chrono::micros
 }  // namespace
 
 Communicator::Communicator(int rank, int nranks, const CommOptions& options)
-    : rank_(rank), nranks_(nranks), options_(options), binding_(rank, nranks) {}
+    : rank_(rank), nranks_(nranks), options_(options), binding_(rank, nranks, engines()) {}
 
 void Communicator::AdoptTransport(std::unique_ptr<Transport> transport) {
   transport_ = std::move(transport);
@@ -238,7 +238,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     const BoardPlan plan = Resolve(ops[0])->selection.BoardFor(ops[0].grouped);
     if (plan != BoardPlan::kNone) {
       if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
-      Status status = board_allreduce_->Run(ops[0], plan, stop_, options_.timeout_ms);
+      Status status = RunOnBoard(ops[0], plan);
       if (!status.ok() && board_allreduce_->stuck_peer() >= 0) waiting_.AddRecv(board_allreduce_->stuck_peer());
       return status;
     }
@@ -256,7 +256,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     if (recorder_ != nullptr) recorder_->SetPath(static_cast<size_t>(&op - ops), schedule->algorithm.c_str());
     CHORUS_TRACE("COLL", "rank ", rank_, " ", CollectiveName(args.coll), " count ", args.count, " ",
                  DataTypeName(args.dtype), " algo ", schedule->algorithm, " steps ", schedule->steps.size());
-    binding_.AddCollective(op, std::move(schedule));
+    CHORUS_RETURN_IF_ERROR(binding_.AddCollective(op, std::move(schedule)));
   }
   binding_.PlaceScratch();
   CHORUS_RETURN_IF_ERROR(binding_.AddPointToPoint(ops, nops));
@@ -268,6 +268,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     executor_options.context = &executor_context_;
     executor_options.waiting = &waiting_;
     executor_options.close_notice = &close_notice_;
+    executor_options.engines = &engines();
     CHORUS_RETURN_IF_ERROR(binding_.RegisterBuffers(&executor_options));
     Status executed = ExecuteSchedules(transport_.get(), rank_, binding_.bound(), executor_options, stop_,
                                        Deadline::AfterMs(options_.timeout_ms));
@@ -280,9 +281,31 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     if (op.kind != Operation::Kind::kCollective || !op.average || op.args.count == 0) continue;
     const CollectiveArgs& args = op.args;
     if (args.coll == Collective::kReduce && args.rank != args.root) continue;
-    FinishResult(op, op.recv, RecvBufferBytes(args) / DataTypeSize(args.dtype), nranks_);
+    const size_t count = RecvBufferBytes(args) / DataTypeSize(args.dtype);
+    CHORUS_RETURN_IF_ERROR(FinishResultOn(engines(), op.recv_kind, op, op.recv, count, nranks_));
   }
   return Status::Ok();
+}
+
+Status Communicator::RunOnBoard(const Operation& op, BoardPlan plan) {
+  if (IsCpuAccessible(op.send_kind) && IsCpuAccessible(op.recv_kind)) {
+    return board_allreduce_->Run(op, plan, stop_, options_.timeout_ms);
+  }
+  // The board's CPU code reads and writes the buffers directly, so memory
+  // the CPU cannot touch goes through a host copy moved by its engine.
+  // Staging, rather than leaving the board, keeps every rank on the path
+  // the call's shape chose whatever memory each rank passes: a rank on the
+  // board waits for slots that a rank in the executor never fills.
+  const size_t bytes = RecvBufferBytes(op.args);
+  uint8_t* host = board_staging_.Reserve(bytes);
+  Operation staged = op;
+  staged.send = host;
+  staged.recv = host;
+  staged.send_kind = staged.recv_kind = MemoryKind::kHost;
+  staged.args.in_place = true;
+  CHORUS_RETURN_IF_ERROR(engines().For(op.send_kind)->Copy(host, op.send, bytes));
+  CHORUS_RETURN_IF_ERROR(board_allreduce_->Run(staged, plan, stop_, options_.timeout_ms));
+  return engines().For(op.recv_kind)->Copy(op.recv, host, bytes);
 }
 
 void Communicator::Fail(const Status& status) {

@@ -37,10 +37,12 @@
 #include "core/flight_recorder.h"
 #include "core/launch_binding.h"
 #include "core/operation.h"
+#include "core/pointer_kind.h"
 #include "core/reduction_ops.h"
 #include "core/schedule_cache.h"
 #include "core/selection_table.h"
 #include "core/tuner.h"
+#include "core/user_memory.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
 #include "transports/transport_registry.h"
@@ -59,6 +61,10 @@ struct CommOptions {
   // Where transports are looked up; null: BuiltinTransports(). Tests give
   // their own table to add a transport without touching the library.
   const TransportRegistry* transports = nullptr;
+  // How user buffers are classified and which engine serves each kind
+  // (core/user_memory.h); null: ClassifyPointer and DefaultLocalEngines().
+  // Tests give their own to present host memory as a device.
+  const UserMemory* user_memory = nullptr;
   bool use_tuner = true;  // CHORUS_TUNER=model: pick algorithms by the cost model
   std::string tune_file;  // CHORUS_TUNE_FILE
   bool check_calls = false;  // CHORUS_CHECK=1: core/call_check.h
@@ -131,6 +137,16 @@ class Communicator {
   // operation fails now, naming this cause, and later ones at once.
   void FailFromOutside(const Status& status) { Fail(status); }
 
+  // The kind of a user's buffer (null: host): ClassifyPointer unless
+  // CommOptions::user_memory says otherwise.
+  MemoryKind ClassifyBuffer(const void* pointer) const {
+    return options_.user_memory != nullptr ? options_.user_memory->Classify(pointer) : ClassifyPointer(pointer);
+  }
+  // The engine of each kind ClassifyBuffer may answer.
+  const LocalEngines& engines() const {
+    return options_.user_memory != nullptr ? options_.user_memory->engines() : DefaultLocalEngines();
+  }
+
   // The PreMulSum ops (core/reduction_ops.h).
   Status CreatePreMulSum(const PreMulSumOp& op, chorusRedOp_t* handle) {
     return reduction_ops_.CreatePreMulSum(op, handle);
@@ -150,6 +166,8 @@ class Communicator {
   // Waits until `ticket` is due (or the communicator aborted).
   Status AwaitTurn(uint64_t ticket);
   Status RunOperations(const Operation* ops, size_t nops);
+  // A lone allreduce on the board; buffers the CPU cannot touch are staged.
+  Status RunOnBoard(const Operation& op, BoardPlan plan);
   // Every rank's `bytes` in rank order (CallChecker's exchange): a board
   // round where the communicator has the board, else a direct allgather on
   // a tag of its own.
@@ -189,6 +207,7 @@ class Communicator {
   SelectionTable selection_;
   SelectionCache selections_;
   Workspace staging_;  // the executor's receive-reduce staging
+  Workspace board_staging_;  // host copies of device buffers on the board
   TunerModel tuner_;   // set by the builder's calibration
   // Host of every rank (first-seen numbering of the rendezvous host
   // identities); fixed for the communicator's life, so the schedule cache

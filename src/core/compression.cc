@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/buffer_kinds.h"
 #include "core/compression_codecs.h"
 #include "core/compression_stages.h"
 #include "kernels/convert.h"
@@ -129,6 +130,10 @@ Status AllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count, D
     return InvalidArgument("sendbuff and recvbuff overlap but the call is not in place");
   }
   if (count == 0) return Status::Ok();
+  // The codecs encode and decode on the CPU, straight from and into the
+  // user's buffers.
+  CHORUS_RETURN_IF_ERROR(RequireCpuMemory(*comm->impl, "sendbuff", sendbuff, "the compression codecs"));
+  CHORUS_RETURN_IF_ERROR(RequireCpuMemory(*comm->impl, "recvbuff", recvbuff, "the compression codecs"));
 
   state->bytes_on_wire += WireBytes(state->mode, count);
   state->bytes_uncompressed += count * sizeof(float);

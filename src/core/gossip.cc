@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "base/half.h"
+#include "core/buffer_kinds.h"
 #include "core/compression_stages.h"
 
 namespace chorus {
@@ -121,6 +122,12 @@ Status Gossip(const void* sendbuff, void* recvbuff, size_t count, DataType dtype
   }
   if (sendbuff != recvbuff && Overlap(sendbuff, recvbuff, bytes)) {
     return InvalidArgument("sendbuff and recvbuff overlap but the call is not in place");
+  }
+  if (count > 0) {
+    // The average of the two models is taken on the CPU, in the user's
+    // buffers. Refused before the step advances: a refused call did nothing.
+    CHORUS_RETURN_IF_ERROR(RequireCpuMemory(*comm->impl, "sendbuff", sendbuff, "gossip averaging"));
+    CHORUS_RETURN_IF_ERROR(RequireCpuMemory(*comm->impl, "recvbuff", recvbuff, "gossip averaging"));
   }
   const GossipPartners partners = GossipPartnersAt(*state, comm->impl->nranks(), comm->impl->rank());
   ++state->step;  // every rank advances, with or without a partner

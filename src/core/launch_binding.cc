@@ -43,10 +43,12 @@ size_t ExtentOf(const Schedule& schedule, BufferId buffer) {
 
 }  // namespace
 
-LaunchBinding::LaunchBinding(int rank, int nranks) : rank_(rank), sends_to_(nranks, 0), recvs_from_(nranks, 0) {}
+LaunchBinding::LaunchBinding(int rank, int nranks, const LocalEngines& engines)
+    : rank_(rank), engines_(engines), sends_to_(nranks, 0), recvs_from_(nranks, 0) {}
 
 void LaunchBinding::RegisterWith(Transport* transport) {
   registrations_ = std::make_unique<RegistrationCache>(transport);
+  registered_kinds_ = transport->capabilities().memory_kinds;
 }
 
 void LaunchBinding::Begin() {
@@ -60,20 +62,24 @@ void LaunchBinding::Begin() {
   self_recvs_.clear();
 }
 
-void LaunchBinding::AddCollective(const Operation& op, std::shared_ptr<const Schedule> schedule) {
+Status LaunchBinding::AddCollective(const Operation& op, std::shared_ptr<const Schedule> schedule) {
   const CollectiveArgs& args = op.args;
   BoundSchedule b;
   b.schedule = schedule.get();
   b.send = Writable(op.send);
   b.recv = static_cast<uint8_t*>(op.recv);
+  // A null buffer becomes private host memory in PlaceScratch.
+  if (op.send != nullptr) b.send_kind = op.send_kind;
+  if (op.recv != nullptr) b.recv_kind = op.recv_kind;
   b.tag = (++collective_sequence_ << 8) | static_cast<uint64_t>(args.coll);
   if (ScalesInput(op) && op.send != nullptr) {
     // Scale a private copy: the user's send buffer is const.
     size_t count = SendBufferBytes(args) / DataTypeSize(args.dtype);
     size_t bytes = count * DataTypeSize(args.dtype);
     std::unique_ptr<uint8_t[]> scaled(new uint8_t[bytes == 0 ? 1 : bytes]);
-    ScaledInput(op, scaled.get(), op.send, count);
+    CHORUS_RETURN_IF_ERROR(ScaledInputFrom(engines_, op.send_kind, op, scaled.get(), op.send, count));
     b.send = scaled.get();
+    b.send_kind = MemoryKind::kHost;
     scaled_inputs_.push_back(std::move(scaled));
   }
   ScratchLayout layout;
@@ -86,6 +92,7 @@ void LaunchBinding::AddCollective(const Operation& op, std::shared_ptr<const Sch
   layouts_.push_back(layout);
   bound_.push_back(b);
   keep_.push_back(std::move(schedule));
+  return Status::Ok();
 }
 
 void LaunchBinding::PlaceScratch() {
@@ -119,6 +126,8 @@ Status LaunchBinding::AddPointToPoint(const Operation* ops, size_t nops) {
     b.schedule = &p2p_schedules_.back();
     b.send = Writable(self_sends_[i]->send);
     b.recv = static_cast<uint8_t*>(self_recvs_[i]->recv);
+    b.send_kind = self_sends_[i]->send_kind;
+    b.recv_kind = self_recvs_[i]->recv_kind;
     bound_.push_back(b);
   }
 
@@ -131,6 +140,8 @@ Status LaunchBinding::AddPointToPoint(const Operation* ops, size_t nops) {
     b.schedule = &p2p_schedules_.back();
     b.send = Writable(op->send);
     b.recv = static_cast<uint8_t*>(op->recv);
+    b.send_kind = op->send_kind;
+    b.recv_kind = op->recv_kind;
     uint64_t sequence = sending ? sends_to_[op->peer]++ : recvs_from_[op->peer]++;
     b.tag = kPointToPointTag | sequence;
     bound_.push_back(b);
@@ -155,13 +166,19 @@ Status LaunchBinding::RegisterBuffers(ExecutorOptions* options) {
   for (size_t i = 0; i < bound_.size(); ++i) {
     const BoundSchedule& b = bound_[i];
     BoundMemory& memory = bound_memory_[i];
-    for (auto [buffer, base, handle] : {std::make_tuple(BufferId::kSend, b.send, &memory.send),
-                                        std::make_tuple(BufferId::kRecv, b.recv, &memory.recv),
-                                        std::make_tuple(BufferId::kScratch, b.scratch, &memory.scratch)}) {
+    for (auto [buffer, base, kind, handle] :
+         {std::make_tuple(BufferId::kSend, b.send, b.send_kind, &memory.send),
+          std::make_tuple(BufferId::kRecv, b.recv, b.recv_kind, &memory.recv),
+          std::make_tuple(BufferId::kScratch, b.scratch, b.scratch_kind, &memory.scratch)}) {
       const size_t bytes = base != nullptr ? ExtentOf(*b.schedule, buffer) : 0;
-      if (bytes == 0) continue;
+      // A kind the transport does not take is staged through host slots,
+      // which carry no registration.
+      if (bytes == 0 || !Contains(registered_kinds_, kind)) continue;
+      // Pinned memory is host memory to a transport (ibverbs registers
+      // only kHost); a device kind it takes is registered as that kind.
+      const MemoryKind registered = IsCpuAccessible(kind) ? MemoryKind::kHost : kind;
       RegistrationCache::Lease lease;
-      Status status = registrations_->Acquire(base, bytes, MemoryKind::kHost, &lease);
+      Status status = registrations_->Acquire(base, bytes, registered, &lease);
       if (!status.ok()) {
         ReleaseBuffers();
         return status.WithContext(StrCat("rank ", rank_, ": registering ", bytes, " bytes"));

@@ -25,7 +25,9 @@ namespace chorus {
 
 class LaunchBinding {
  public:
-  LaunchBinding(int rank, int nranks);
+  // `engines`: the communicator's, for PreMulSum inputs on memory the CPU
+  // cannot touch.
+  LaunchBinding(int rank, int nranks, const LocalEngines& engines);
 
   // Registrations of bound buffers, for a transport that needs them
   // (TransportCapabilities::needs_memory_registration). Without: none.
@@ -36,8 +38,9 @@ class LaunchBinding {
   void Begin();
   // Binds a collective to `schedule` under the next collective tag
   // ((sequence << 8) | collective); PreMulSum inputs are scaled into a
-  // private copy. Every collective comes before PlaceScratch.
-  void AddCollective(const Operation& op, std::shared_ptr<const Schedule> schedule);
+  // private host copy (through the engine of their kind). Every collective
+  // comes before PlaceScratch.
+  Status AddCollective(const Operation& op, std::shared_ptr<const Schedule> schedule);
   // Places the collectives' scratch and private buffers in one reservation.
   void PlaceScratch();
   // Binds the launch's sends and receives: those to oneself pair in order
@@ -62,6 +65,7 @@ class LaunchBinding {
   };
 
   const int rank_;
+  const LocalEngines& engines_;
   Workspace scratch_;
   std::vector<std::shared_ptr<const Schedule>> keep_;
   std::vector<Schedule> p2p_schedules_;
@@ -74,6 +78,7 @@ class LaunchBinding {
   std::vector<uint64_t> sends_to_, recvs_from_;  // tags of point-to-point messages
   // Null for TCP and shared memory, which then cost nothing per launch.
   std::unique_ptr<RegistrationCache> registrations_;
+  MemoryKindMask registered_kinds_ = 0;  // the transport's; other kinds are staged, never registered
   std::vector<RegistrationCache::Lease> leases_;  // held for one execution
   std::vector<BoundMemory> bound_memory_;          // the execution's handles
 };

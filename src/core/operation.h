@@ -8,6 +8,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/collective.h"
+#include "base/memory_kind.h"
 
 namespace chorus {
 
@@ -24,6 +25,10 @@ struct Operation {
 
   const void* send = nullptr;
   void* recv = nullptr;
+  // Where send and recv live (the API classifies them once per call):
+  // local work on them goes through that kind's engine.
+  MemoryKind send_kind = MemoryKind::kHost;
+  MemoryKind recv_kind = MemoryKind::kHost;
 
   // Reductions the kernels do not know: Avg divides the result by nranks;
   // PreMulSum scales each input by `scalar` (one element of args.dtype).

@@ -8,14 +8,37 @@
 
 namespace chorus {
 
+#if CHORUS_HAVE_CUDA
+namespace {
+
+// Whether this process can have device memory at all. Without a driver or a
+// device cudaPointerGetAttributes fails for every pointer, after a call into
+// the runtime on each one; asked once, the host-only case costs one branch
+// per buffer. Fixed for the process's life (a driver does not appear later),
+// so it is a constant once computed, not mutable state.
+bool CudaDevicePresent() {
+  static const bool present = [] {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+      cudaGetLastError();  // not the application's error to see
+      return false;
+    }
+    return devices > 0;
+  }();
+  return present;
+}
+
+}  // namespace
+#endif
+
 MemoryKind ClassifyPointer(const void* pointer) {
 #if CHORUS_HAVE_CUDA
-  if (pointer == nullptr) return MemoryKind::kHost;
+  if (pointer == nullptr || !CudaDevicePresent()) return MemoryKind::kHost;
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
-    // No driver, no device, or a pointer the runtime rejects: plain host
-    // memory as far as Chorus can tell. Clear the error so that it does not
-    // surface in the application's next cudaGetLastError.
+    // A pointer the runtime rejects: plain host memory as far as Chorus can
+    // tell. Clear the error so that it does not surface in the
+    // application's next cudaGetLastError.
     cudaGetLastError();
     return MemoryKind::kHost;
   }

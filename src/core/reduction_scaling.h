@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "base/status.h"
+#include "core/local_engine.h"
 #include "core/operation.h"
 
 namespace chorus {
@@ -22,5 +24,14 @@ void ScaledInput(const Operation& op, void* dst, const void* src, size_t count);
 // Divides the `count` reduced elements at `result` by `nranks` for Avg;
 // nothing for the other ops.
 void FinishResult(const Operation& op, void* result, size_t count, int nranks);
+
+// The same for memory of any kind: `src` (ScaledInputFrom; `dst` is host
+// memory) or `result` (FinishResultOn) of `kind`, which the CPU may not be
+// able to touch, goes through a host copy moved by that kind's engine in
+// `engines`, so that scaling is the same CPU arithmetic for every kind.
+Status ScaledInputFrom(const LocalEngines& engines, MemoryKind kind, const Operation& op, void* dst,
+                       const void* src, size_t count);
+Status FinishResultOn(const LocalEngines& engines, MemoryKind kind, const Operation& op, void* result, size_t count,
+                      int nranks);
 
 }  // namespace chorus

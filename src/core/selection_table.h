@@ -41,8 +41,11 @@ namespace chorus {
 struct SelectionKey {
   Collective coll = Collective::kAllReduce;
   size_t bytes = 0;  // per rank: count * element size
-  // Where the buffers live. Only host memory has ranges so far; a device
-  // kind will get ranges of its own.
+  // Where the buffers live. Only host memory has ranges so far, and calls
+  // are looked up as host whatever their buffers: each rank classifies its
+  // own buffers, which may differ between ranks, and every rank must take
+  // the same path. Device buffers take the host ranges' paths, staged (the
+  // executor's staging; around the board, Communicator::RunOnBoard).
   MemoryKind memory = MemoryKind::kHost;
 };
 

@@ -5,6 +5,9 @@
 // engine and the test reach. FakeDeviceEngine is the LocalEngine of
 // MemoryKind::kFakeDevice over it: it translates fake addresses to the
 // backing (host operands pass through) and counts its calls.
+// FakeDeviceUserMemory presents the memory's range to a communicator as
+// kFakeDevice (CommOptions::user_memory), so that calls through the C API
+// take the device paths without a GPU.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "core/local_engine.h"
+#include "core/user_memory.h"
 
 namespace chorus::testing {
 
@@ -68,6 +72,24 @@ class FakeDeviceEngine final : public LocalEngine {
 
   FakeDeviceMemory* memory_;
   Counts counts_;
+};
+
+// kFakeDevice inside `memory`, host elsewhere; `engine` serves kFakeDevice.
+class FakeDeviceUserMemory final : public UserMemory {
+ public:
+  FakeDeviceUserMemory(const FakeDeviceMemory* memory, FakeDeviceEngine* engine)
+      : memory_(memory), engines_(engine->Table()) {}
+  // Without an engine for kFakeDevice: a build that cannot serve the kind.
+  explicit FakeDeviceUserMemory(const FakeDeviceMemory* memory) : memory_(memory), engines_(DefaultLocalEngines()) {}
+
+  MemoryKind Classify(const void* pointer) const override {
+    return pointer != nullptr && memory_->Contains(pointer) ? MemoryKind::kFakeDevice : MemoryKind::kHost;
+  }
+  const LocalEngines& engines() const override { return engines_; }
+
+ private:
+  const FakeDeviceMemory* memory_;
+  LocalEngines engines_;
 };
 
 }  // namespace chorus::testing

@@ -1,12 +1,14 @@
 // RegistrationCache (core/registration_cache.h) over a fake transport that
 // counts registrations: reuse of covering registrations, reference counts,
 // LRU eviction under the entry and byte caps, invalidation, and that the
-// executor's requests carry the handles through a communicator-like path.
+// executor's requests carry the handles through a communicator-like path,
+// and which bound buffers a launch registers by their memory kind.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <vector>
 
+#include "core/launch_binding.h"
 #include "core/registration_cache.h"
 #include "core/transport_mux.h"
 
@@ -236,6 +238,42 @@ TEST(RegistrationCacheTest, AMuxRegistersWithTheTransportsThatNeedIt) {
     cache.Release(&lease);
   }
   EXPECT_EQ(inner->deregistrations, 1);
+}
+
+// A kind the transport does not take is staged through host slots, so it is
+// never registered; pinned memory is registered as host memory (ibverbs
+// registers nothing else).
+TEST(RegistrationCacheTest, ALaunchRegistersOnlyTheKindsTheTransportTakes) {
+  CountingTransport transport;
+  std::vector<uint8_t> device_stand_in(4096), pinned(4096);
+  Operation send, recv;
+  send.kind = Operation::Kind::kSend;
+  send.peer = 1;
+  send.bytes = device_stand_in.size();
+  send.send = device_stand_in.data();
+  send.send_kind = MemoryKind::kFakeDevice;
+  recv.kind = Operation::Kind::kRecv;
+  recv.peer = 1;
+  recv.bytes = pinned.size();
+  recv.recv = pinned.data();
+  recv.recv_kind = MemoryKind::kCudaHostPinned;
+  const Operation ops[] = {send, recv};
+
+  LaunchBinding binding(0, 2, DefaultLocalEngines());
+  binding.RegisterWith(&transport);
+  binding.Begin();
+  ASSERT_TRUE(binding.AddPointToPoint(ops, 2).ok());
+  ExecutorOptions options;
+  ASSERT_TRUE(binding.RegisterBuffers(&options).ok());
+  ASSERT_NE(options.memory, nullptr);
+  ASSERT_EQ(options.memory->size(), 2u);
+  EXPECT_TRUE((*options.memory)[0].send.null());  // the device send: staged, no handle
+  EXPECT_FALSE((*options.memory)[1].recv.null());
+  EXPECT_EQ(transport.registrations, 1);
+  ASSERT_EQ(transport.live.size(), 1u);
+  EXPECT_EQ(transport.live.begin()->second.ptr, pinned.data());
+  EXPECT_EQ(transport.live.begin()->second.kind, MemoryKind::kHost);
+  binding.ReleaseBuffers();
 }
 
 }  // namespace
