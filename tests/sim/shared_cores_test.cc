@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/cost_model.h"
+#include "sim/simulator.h"
 #include "transfer_step.h"
 
 namespace chorus::sim {
