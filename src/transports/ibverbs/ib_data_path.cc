@@ -1,0 +1,362 @@
+// IbTransport's data path: posting transfers, pushing chunks into the
+// peers' slots as credits allow, consuming what arrived, control messages,
+// completions, probing silent peers, and sleeping on the completion channel
+// until a deadline.
+#include <arpa/inet.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "transports/ibverbs/ib_peer.h"
+
+namespace chorus {
+
+namespace {
+
+// How long a peer may stay silent while we wait on it before we probe it.
+constexpr int kProbeIntervalMs = 1000;
+// Completions reaped per ibv_poll_cq, and batches per Drive (bounded, so a
+// peer streaming at us does not keep its chunks from being consumed).
+constexpr int kPollBatch = 32;
+constexpr int kPollRounds = 8;
+
+}  // namespace
+
+Status IbTransport::Post(int peer_rank, TransferRequest* request, bool is_send) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return InvalidUsage("ibverbs transport was shut down");
+  Peer* peer = peers_[peer_rank].get();
+  request->done = false;
+  request->progress = 0;
+  request->lane = 0;
+  request->next = nullptr;
+  TransferRequest*& head = is_send ? peer->send_head : peer->recv_head;
+  TransferRequest*& tail = is_send ? peer->send_tail : peer->recv_tail;
+  if (head == nullptr) {
+    head = request;
+  } else {
+    tail->next = request;
+  }
+  tail = request;
+  // Start at once: a send needs no Progress to leave if credits allow.
+  bool progressed = false;
+  const Status status = Advance(peer, &progressed);
+  return status.ok() ? status : Fail(status);
+}
+
+Status IbTransport::PushSends(Peer* peer, bool* progressed) {
+  const uint64_t payload = options_.slot_bytes - ib::kSlotHeaderBytes;
+  // Room is kept for control messages: credits must flow even while we stream.
+  while (peer->send_head != nullptr && peer->hello && peer->credits.available() > 0 &&
+         peer->sends_outstanding + ib::kControlSendSlots < max_send_wr_) {
+    TransferRequest* request = peer->send_head;
+    const uint64_t chunks = ib::ChunkCount(request->bytes, payload);
+    const uint64_t chunk = request->lane;
+    const uint64_t bytes = ib::ChunkBytes(request->bytes, payload, chunk);
+    const uint32_t slot = peer->credits.NextSlot();
+    uint8_t* staging = peer->staging + static_cast<size_t>(slot) * options_.slot_bytes;
+    ib::SlotHeader header;
+    header.tag = request->tag;
+    header.message_bytes = request->bytes;
+    header.offset = chunk * payload;
+    header.chunk_bytes = static_cast<uint32_t>(bytes);
+    header.sequence = static_cast<uint32_t>(peer->credits.written());
+    std::memcpy(staging, &header, sizeof(header));
+    const uint8_t* source = static_cast<const uint8_t*>(request->buffer) + header.offset;
+    ibv_sge sge[2] = {};
+    sge[0].addr = reinterpret_cast<uintptr_t>(staging);
+    sge[0].lkey = staging_->mr->lkey;
+    int num_sge = 1;
+    // In place from a registration covering the chunk, else through staging.
+    const auto* user_mr = static_cast<const ibv_mr*>(request->memory.For(this).data);
+    const bool in_place =
+        user_mr != nullptr && bytes > 0 &&
+        reinterpret_cast<uintptr_t>(source) >= reinterpret_cast<uintptr_t>(user_mr->addr) &&
+        reinterpret_cast<uintptr_t>(source) + bytes <= reinterpret_cast<uintptr_t>(user_mr->addr) + user_mr->length;
+    if (in_place) {
+      sge[0].length = ib::kSlotHeaderBytes;
+      sge[1].addr = reinterpret_cast<uintptr_t>(source);
+      sge[1].length = static_cast<uint32_t>(bytes);
+      sge[1].lkey = user_mr->lkey;
+      num_sge = 2;
+    } else {
+      if (bytes > 0) std::memcpy(staging + ib::kSlotHeaderBytes, source, bytes);
+      sge[0].length = static_cast<uint32_t>(ib::kSlotHeaderBytes + bytes);
+    }
+    ibv_send_wr wr = {};
+    wr.wr_id = ib::WorkId(ib::WorkKind::kData, peer->rank, slot);
+    wr.sg_list = sge;
+    wr.num_sge = num_sge;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(header.sequence);
+    wr.wr.rdma.remote_addr = peer->remote_ring + static_cast<uint64_t>(slot) * options_.slot_bytes;
+    wr.wr.rdma.rkey = peer->remote_rkey;
+    ibv_send_wr* bad = nullptr;
+    const int err = ibv_post_send(peer->qp, &wr, &bad);
+    if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: ibv_post_send to ", Label(peer->rank)));
+    peer->credits.Wrote();
+    ++peer->sends_outstanding;
+    ++request->lane;
+    request->progress += bytes;
+    if (request->lane == chunks) {
+      peer->send_head = request->next;
+      if (peer->send_head == nullptr) peer->send_tail = nullptr;
+      // Staged bytes are ours: the caller's buffer is free now. In place,
+      // it is free when the write completes.
+      if (in_place) {
+        peer->completes_with_slot[slot] = request;
+      } else {
+        request->done = true;
+        *progressed = true;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status IbTransport::ConsumeArrived(Peer* peer, bool* progressed) {
+  const uint64_t payload = options_.slot_bytes - ib::kSlotHeaderBytes;
+  while (peer->recv_head != nullptr && peer->slots.ready() > 0) {
+    TransferRequest* request = peer->recv_head;
+    const uint8_t* slot = peer->ring + static_cast<size_t>(peer->slots.NextSlot()) * options_.slot_bytes;
+    ib::SlotHeader header;
+    std::memcpy(&header, slot, sizeof(header));
+    if (header.sequence != static_cast<uint32_t>(peer->slots.consumed()) || header.chunk_bytes > payload) {
+      return InternalError("ibverbs transport: corrupt chunk from ", Label(peer->rank), " (sequence ", header.sequence,
+                           ", expected ", static_cast<uint32_t>(peer->slots.consumed()), ")");
+    }
+    if (header.tag != request->tag || header.message_bytes != request->bytes) {
+      return InternalError("message mismatch with ", Label(peer->rank), ": expected tag ", request->tag, " with ",
+                           request->bytes, " bytes, got tag ", header.tag, " with ", header.message_bytes, " bytes");
+    }
+    if (header.offset != request->progress) {
+      return InternalError("ibverbs transport: chunk at offset ", header.offset, " from ", Label(peer->rank),
+                           ", expected ", request->progress);
+    }
+    if (header.chunk_bytes > 0) {
+      const uint8_t* bytes = slot + ib::kSlotHeaderBytes;
+      if (request->combine != nullptr) {
+        request->combine->fn(request->combine->context, header.offset, bytes, header.chunk_bytes);
+      } else {
+        std::memcpy(static_cast<uint8_t*>(request->buffer) + header.offset, bytes, header.chunk_bytes);
+      }
+    }
+    peer->slots.Consumed();
+    request->progress += header.chunk_bytes;
+    ++request->lane;
+    if (request->lane == ib::ChunkCount(request->bytes, payload)) {
+      peer->recv_head = request->next;
+      if (peer->recv_head == nullptr) peer->recv_tail = nullptr;
+      request->done = true;
+      *progressed = true;
+    }
+  }
+  if (peer->slots.ShouldReturn()) {
+    ib::ControlMessage credit;
+    credit.kind = static_cast<uint32_t>(ib::ControlKind::kCredit);
+    credit.value = peer->slots.consumed();
+    // No room now: the count is cumulative, so a later one says it all.
+    if (PostControl(peer, credit)) peer->slots.Return();
+  }
+  return error_;
+}
+
+Status IbTransport::Advance(Peer* peer, bool* progressed) {
+  CHORUS_RETURN_IF_ERROR(ConsumeArrived(peer, progressed));
+  CHORUS_RETURN_IF_ERROR(PushSends(peer, progressed));
+  return Status::Ok();
+}
+
+Status IbTransport::HandleControl(Peer* peer, const ib::ControlMessage& message) {
+  switch (static_cast<ib::ControlKind>(message.kind)) {
+    case ib::ControlKind::kHello:
+      if (message.slots != options_.slots || message.slot_bytes != options_.slot_bytes) {
+        return InvalidArgument("ibverbs transport: ", Label(peer->rank), " has another ring geometry");
+      }
+      peer->remote_ring = message.address;
+      peer->remote_rkey = message.rkey;
+      peer->hello = true;
+      return Status::Ok();
+    case ib::ControlKind::kCredit:
+      if (!peer->credits.Returned(message.value)) {
+        return InternalError("ibverbs transport: ", Label(peer->rank), " returned credits for ", message.value,
+                             " chunks, only ", peer->credits.written(), " written");
+      }
+      return Status::Ok();
+    case ib::ControlKind::kProbe:
+      return Status::Ok();
+    case ib::ControlKind::kClose: {
+      peer->closed = true;
+      uint64_t expected = 0;
+      if (message.value != 0) received_notice_.compare_exchange_strong(expected, message.value);
+      return Status::Ok();
+    }
+  }
+  return InternalError("ibverbs transport: unknown control message ", message.kind, " from ", Label(peer->rank));
+}
+
+Status IbTransport::HandleCompletion(const ibv_wc& wc, bool* progressed) {
+  const ib::WorkKind kind = ib::WorkKindOf(wc.wr_id);
+  const uint32_t rank = ib::WorkPeerOf(wc.wr_id);
+  const uint32_t index = ib::WorkIndexOf(wc.wr_id);
+  if (rank >= peers_.size() || peers_[rank] == nullptr) {
+    return InternalError("ibverbs transport: completion for unknown rank ", rank);
+  }
+  Peer* peer = peers_[rank].get();
+  if (kind != ib::WorkKind::kReceive) --peer->sends_outstanding;
+  if (kind == ib::WorkKind::kControlSend) {
+    ++peer->controls_completed;
+    if (peer->control_buffers[index].kind == static_cast<uint32_t>(ib::ControlKind::kProbe)) peer->probing = false;
+  }
+  if (wc.status != IBV_WC_SUCCESS) {
+    // The first real failure on a QP says why; the rest are flushed after it.
+    if (peer->failure.empty() || (peer->failure_flushed && wc.status != IBV_WC_WR_FLUSH_ERR)) {
+      peer->failure_flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
+      peer->failure = StrCat(kind == ib::WorkKind::kReceive ? "receive"
+                             : kind == ib::WorkKind::kData  ? "RDMA write"
+                                                            : "control send",
+                             ": ", ibv_wc_status_str(wc.status), " (vendor error ", wc.vendor_err, ")");
+    }
+    return Status::Ok();
+  }
+  peer->last_heard_ms = ib::NowMs();
+  switch (kind) {
+    case ib::WorkKind::kData:
+      if (index < peer->completes_with_slot.size() && peer->completes_with_slot[index] != nullptr) {
+        peer->completes_with_slot[index]->done = true;
+        peer->completes_with_slot[index] = nullptr;
+        *progressed = true;
+      }
+      return Status::Ok();
+    case ib::WorkKind::kControlSend:
+      return Status::Ok();
+    case ib::WorkKind::kReceive:
+      if (index >= max_recv_wr_) return InternalError("ibverbs transport: bad receive index ", index);
+      if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        if (!peer->slots.Arrived()) {
+          return InternalError("ibverbs transport: ", Label(peer->rank), " wrote beyond its credits");
+        }
+      } else if (wc.opcode == IBV_WC_RECV) {
+        CHORUS_RETURN_IF_ERROR(HandleControl(peer, peer->receive_buffers[index]));
+      }
+      return PostReceive(peer, index);
+  }
+  return InternalError("ibverbs transport: completion of unknown kind for ", Label(peer->rank));
+}
+
+int IbTransport::PollCompletions(bool* progressed, Status* status) {
+  int total = 0;
+  ibv_wc wcs[kPollBatch];
+  for (int round = 0; round < kPollRounds; ++round) {
+    const int n = ibv_poll_cq(cq_, kPollBatch, wcs);
+    if (n < 0) {
+      *status = SystemError("ibverbs transport: ibv_poll_cq on ", device_.label(), " failed");
+      return total;
+    }
+    for (int i = 0; i < n; ++i) {
+      const Status handled = HandleCompletion(wcs[i], progressed);
+      if (!handled.ok() && status->ok()) *status = handled;
+    }
+    total += n;
+    if (n < kPollBatch) break;
+  }
+  return total;
+}
+
+Status IbTransport::CheckPeers() {
+  const int64_t now = ib::NowMs();
+  for (auto& owned : peers_) {
+    Peer* peer = owned.get();
+    if (peer == nullptr || !peer->connected) continue;
+    // As with TCP, a peer that is gone fails us only while something to or
+    // from it is pending (what already arrived still serves receives).
+    const bool stuck_recv = peer->recv_head != nullptr && peer->slots.ready() == 0;
+    const bool stuck = stuck_recv || peer->send_head != nullptr;
+    if (!peer->failure.empty() && peer->waiting()) {
+      return RemoteError("ibverbs transport: ", Label(peer->rank), " failed: ", peer->failure);
+    }
+    if (peer->closed && stuck) {
+      CloseNotice notice;
+      const bool noticed = DecodeCloseNotice(received_notice_.load(), &notice);
+      return RemoteError("ibverbs transport: ", Label(peer->rank), " closed the connection",
+                         noticed ? StrCat(" (closing notice from rank ", notice.origin, ")") : std::string());
+    }
+    // Only a sender learns that an RC peer died: probe one we wait on.
+    if (peer->waiting() && !peer->probing && now - peer->last_heard_ms >= kProbeIntervalMs) {
+      ib::ControlMessage probe;
+      probe.kind = static_cast<uint32_t>(ib::ControlKind::kProbe);
+      if (PostControl(peer, probe)) {
+        peer->probing = true;
+        peer->last_heard_ms = now;
+      }
+      CHORUS_RETURN_IF_ERROR(error_);
+    }
+  }
+  return Status::Ok();
+}
+
+Status IbTransport::Drive(bool* progressed) {
+  Status status;
+  PollCompletions(progressed, &status);
+  CHORUS_RETURN_IF_ERROR(status);
+  for (auto& peer : peers_) {
+    if (peer != nullptr && peer->connected) CHORUS_RETURN_IF_ERROR(Advance(peer.get(), progressed));
+  }
+  return CheckPeers();
+}
+
+Status IbTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
+  if (ibv_req_notify_cq(cq_, 0) != 0) return SystemError("ibverbs transport: ibv_req_notify_cq failed");
+  // Completions that came between the last poll and arming raise no event.
+  bool progressed = false;
+  Status status;
+  if (PollCompletions(&progressed, &status) > 0 || !status.ok()) return status;
+  pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {wakeup_.fd(), POLLIN, 0}};
+  lock.unlock();
+  const int ready = ::poll(fds, 2, timeout_ms);
+  const int poll_errno = errno;
+  if (fds[1].revents != 0) {
+    uint64_t ignored;
+    while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
+    }
+  }
+  lock.lock();
+  if (ready < 0 && poll_errno != EINTR) return ErrnoError(poll_errno, "poll(completion channel)");
+  if (fds[0].revents != 0 && !torn_down_) {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    while (ibv_get_cq_event(channel_, &cq, &context) == 0) ++unacked_events_;
+    if (unacked_events_ >= 64) {
+      ibv_ack_cq_events(cq_, unacked_events_);
+      unacked_events_ = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+Status IbTransport::Progress(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("ibverbs transport was shut down"));
+  if (!connected_) return InvalidUsage("ibverbs transport: Progress before Connect");
+  bool progressed = false;
+  Status status = Drive(&progressed);
+  if (!status.ok()) return Fail(status);
+  if (progressed || timeout_ms <= 0) return Status::Ok();
+  // Wake in time to probe a silent peer we wait on.
+  status = Sleep(lock, std::min(timeout_ms, kProbeIntervalMs));
+  if (!status.ok()) return Fail(status);
+  if (shut_down_.load()) return Fail(InvalidUsage("ibverbs transport was shut down"));
+  status = Drive(&progressed);
+  return status.ok() ? status : Fail(status);
+}
+
+void IbTransport::Wakeup() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
+}
+
+}  // namespace chorus

@@ -1,0 +1,87 @@
+// IbTransport's private state: the registered regions and each peer's
+// queue pair, credits, slots and pending transfers. Shared by its set-up
+// and teardown (ib_transport.cc) and its data path (ib_data_path.cc); no
+// other file includes it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "transports/ibverbs/ib_transport.h"
+
+namespace chorus {
+namespace ib {
+
+// Control SENDs in flight per peer (credits, probes, hello, close).
+constexpr uint32_t kControlSendSlots = 8;
+
+inline int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace ib
+
+// A registered, page-aligned buffer.
+struct IbTransport::MemoryRegion {
+  ~MemoryRegion() {
+    if (mr != nullptr) ibv_dereg_mr(mr);
+    std::free(base);
+  }
+  uint8_t* base = nullptr;
+  size_t bytes = 0;
+  ibv_mr* mr = nullptr;
+};
+
+class IbTransport::IbEndpoint : public Endpoint {
+ public:
+  IbEndpoint(IbTransport* transport, int peer) : transport_(transport), peer_(peer) {}
+  int peer() const override { return peer_; }
+  Status PostSend(TransferRequest* request) override { return transport_->Post(peer_, request, true); }
+  Status PostRecv(TransferRequest* request) override { return transport_->Post(peer_, request, false); }
+  bool combine_on_receive() const override { return true; }
+
+ private:
+  IbTransport* transport_;
+  int peer_;
+};
+
+struct IbTransport::Peer {
+  Peer(IbTransport* transport, int rank) : endpoint(transport, rank), rank(rank) {}
+  ~Peer() {
+    if (qp != nullptr) ibv_destroy_qp(qp);
+  }
+  IbEndpoint endpoint;
+  int rank;
+  ibv_qp* qp = nullptr;
+  bool connected = false;  // routed to this transport and brought up
+  bool hello = false;      // its hello arrived: we know where to write
+  uint64_t remote_ring = 0;
+  uint32_t remote_rkey = 0;
+  ib::SenderCredits credits;
+  ib::ReceiverSlots slots;
+  uint8_t* ring = nullptr;                        // its slots in rings_
+  uint8_t* staging = nullptr;                     // our staging slots for it
+  ib::ControlMessage* receive_buffers = nullptr;  // max_recv_wr_ of them
+  ib::ControlMessage* control_buffers = nullptr;  // ib::kControlSendSlots of them
+  uint64_t controls_posted = 0;
+  uint64_t controls_completed = 0;
+  uint32_t sends_outstanding = 0;  // send WRs not yet completed
+  // A zero-copy send whose last chunk went from slot s completes with it.
+  std::vector<TransferRequest*> completes_with_slot;
+  TransferRequest* send_head = nullptr;
+  TransferRequest* send_tail = nullptr;
+  TransferRequest* recv_head = nullptr;
+  TransferRequest* recv_tail = nullptr;
+  int64_t last_heard_ms = 0;
+  bool probing = false;
+  bool closed = false;           // its closing notice arrived
+  std::string failure;           // a work request on its QP failed: why
+  bool failure_flushed = false;  // only flushed so far, the cause may follow
+  bool waiting() const { return send_head != nullptr || recv_head != nullptr; }
+};
+
+}  // namespace chorus
