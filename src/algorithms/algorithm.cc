@@ -208,7 +208,7 @@ Status BuildSchedule(const CollectiveArgs& args, Algorithm algo, Schedule* out) 
 
   if (args.count == 0 || args.nranks == 1) {
     // Nothing to move, or only our own data: a local copy (none in place).
-    ScheduleBuilder builder(args, AlgorithmName(algo), out);
+    ScheduleBuilder builder(args, algo, out);
     builder.Copy(BufferRange{BufferId::kSend, 0}, BufferRange{BufferId::kRecv, 0},
                  args.count * DataTypeSize(args.dtype));
     return builder.Finish();

@@ -11,14 +11,14 @@ bool IsScatterLayout(Collective coll) { return coll == Collective::kReduceScatte
 
 }  // namespace
 
-ScheduleBuilder::ScheduleBuilder(const CollectiveArgs& args, const char* algorithm, Schedule* schedule)
+ScheduleBuilder::ScheduleBuilder(const CollectiveArgs& args, Algorithm algorithm, Schedule* schedule)
     : schedule_(schedule), element_size_(DataTypeSize(args.dtype)) {
   schedule_->steps.clear();
   schedule_->scratch_bytes = 0;
   schedule_->element_size = element_size_;
   schedule_->dtype = args.dtype;
   schedule_->op = args.op;
-  schedule_->algorithm = algorithm;
+  schedule_->algorithm = AlgorithmName(algorithm);
   if (args.in_place) {
     // One user allocation; the rank's own block is where the other buffer
     // starts (NCCL's in-place layout).
@@ -82,7 +82,8 @@ int64_t ScheduleBuilder::RecvReduce(int peer, BufferRange src, BufferRange dst, 
 void ScheduleBuilder::After(int64_t step, int64_t earlier) {
   if (step == kNoStep || earlier == kNoStep) return;
   if (earlier >= step) {
-    if (status_.ok()) status_ = InternalError("step ", step, " cannot wait for step ", earlier, ", which is not earlier");
+    if (status_.ok())
+      status_ = InternalError("step ", step, " cannot wait for step ", earlier, ", which is not earlier");
     return;
   }
   std::vector<uint32_t>& deps = schedule_->steps[static_cast<size_t>(step)].deps;

@@ -21,15 +21,16 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/schedule.h"
+#include "base/algorithm_descriptor.h"
 #include "base/status.h"
 
 namespace chorus {
 
 class ScheduleBuilder {
  public:
-  // Fills `schedule`'s header (dtype, op, element size, algorithm name) and
-  // clears its steps.
-  ScheduleBuilder(const CollectiveArgs& args, const char* algorithm, Schedule* schedule);
+  // Fills `schedule`'s header (dtype, op, element size, the algorithm's name
+  // from its descriptor) and clears its steps.
+  ScheduleBuilder(const CollectiveArgs& args, Algorithm algorithm, Schedule* schedule);
 
   // Each returns the new step's index, or kNoStep when nothing was added.
   static constexpr int64_t kNoStep = -1;

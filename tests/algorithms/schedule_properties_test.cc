@@ -8,8 +8,8 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/schedule_builder.h"
-#include "schedule_checker.h"
 #include "collective_case.h"
+#include "schedule_checker.h"
 
 namespace chorus::testing {
 namespace {
@@ -234,12 +234,13 @@ TEST(ScheduleProperties, OnlyFanInReceivesArePaced) {
     }
   }
   Schedule schedule;
-  ScheduleBuilder builder(RankArgs(Collective::kAllReduce, 2, 0, 4, chorusInt32), "test", &schedule);
+  ScheduleBuilder builder(RankArgs(Collective::kAllReduce, 2, 0, 4, chorusInt32), Algorithm::kRing, &schedule);
   builder.Pace(builder.RecvReduce(1, BufferRange{BufferId::kSend, 0}, BufferRange{BufferId::kRecv, 0}, 16));
   EXPECT_TRUE(builder.Finish().ok());
   builder.Pace(builder.Send(1, BufferRange{BufferId::kRecv, 0}, 16));
   EXPECT_EQ(builder.Finish().code(), chorusInternalError);
-  EXPECT_NE(DescribeSchedule(schedule).find("recvreduce peer=1 src=send+0 dst=recv+0 bytes=16 paced"), std::string::npos)
+  EXPECT_NE(DescribeSchedule(schedule).find("recvreduce peer=1 src=send+0 dst=recv+0 bytes=16 paced"),
+            std::string::npos)
       << DescribeSchedule(schedule);
 }
 
@@ -249,8 +250,8 @@ TEST(ScheduleProperties, OnlyFanInReceivesArePaced) {
 // once, and only on earlier steps.
 TEST(ScheduleProperties, HalvingDoublingReceivesRunInStepOrder) {
   for (int p = 2; p <= 12; ++p) {
-    for (const Schedule& schedule : BuildEveryRank(RankArgs(Collective::kAllReduce, p, 0, 1000, chorusInt32),
-                                             Algorithm::kHalvingDoubling)) {
+    for (const Schedule& schedule :
+         BuildEveryRank(RankArgs(Collective::kAllReduce, p, 0, 1000, chorusInt32), Algorithm::kHalvingDoubling)) {
       int64_t previous = -1;
       for (size_t i = 0; i < schedule.steps.size(); ++i) {
         const Step& step = schedule.steps[i];
@@ -266,7 +267,7 @@ TEST(ScheduleProperties, HalvingDoublingReceivesRunInStepOrder) {
     }
   }
   Schedule schedule;
-  ScheduleBuilder builder(RankArgs(Collective::kAllReduce, 3, 0, 8, chorusInt32), "test", &schedule);
+  ScheduleBuilder builder(RankArgs(Collective::kAllReduce, 3, 0, 8, chorusInt32), Algorithm::kRing, &schedule);
   const int64_t first = builder.Recv(1, BufferRange{BufferId::kRecv, 0}, 16);
   const int64_t second = builder.Recv(2, BufferRange{BufferId::kRecv, 16}, 16);
   builder.After(second, first);

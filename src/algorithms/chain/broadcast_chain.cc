@@ -10,7 +10,7 @@
 namespace chorus {
 
 Status BuildChainBroadcast(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "chain", out);
+  ScheduleBuilder builder(args, Algorithm::kChain, out);
   const int p = args.nranks;
   const int position = (args.rank - args.root + p) % p;  // 0 at the root
   const int next = (args.rank + 1) % p;

@@ -10,7 +10,7 @@
 namespace chorus {
 
 Status BuildChainReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "chain", out);
+  ScheduleBuilder builder(args, Algorithm::kChain, out);
   const int p = args.nranks;
   const int position = (args.rank - args.root - 1 + 2 * p) % p;  // p-1 at the root
   const int next = (args.rank + 1) % p;

@@ -65,7 +65,7 @@ bool Earlier(const TimedStep& a, const TimedStep& b) {
 }  // namespace
 
 Status BuildDoubleTreeAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "dbtree", out);
+  ScheduleBuilder builder(args, Algorithm::kDoubleBinaryTree, out);
   const size_t es = builder.element_size();
   const int p = args.nranks;
   const BinaryTreeNode nodes[2] = {DoubleBinaryTreeNode(0, args.rank, p), DoubleBinaryTreeNode(1, args.rank, p)};

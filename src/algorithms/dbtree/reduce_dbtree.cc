@@ -10,7 +10,7 @@
 namespace chorus {
 
 Status BuildDoubleTreeReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "dbtree", out);
+  ScheduleBuilder builder(args, Algorithm::kDoubleBinaryTree, out);
   const size_t es = builder.element_size();
   const BinaryTreeNode nodes[2] = {RootedDoubleTreeNode(0, args.rank, args.root, args.nranks),
                                    RootedDoubleTreeNode(1, args.rank, args.root, args.nranks)};

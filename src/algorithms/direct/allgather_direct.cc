@@ -7,7 +7,7 @@
 namespace chorus {
 
 Status BuildDirectAllGather(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "direct", out);
+  ScheduleBuilder builder(args, Algorithm::kDirect, out);
   const int p = args.nranks;
   const int r = args.rank;
   const size_t block = args.count * builder.element_size();

@@ -24,7 +24,7 @@
 namespace chorus {
 
 Status BuildDirectAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "direct", out);
+  ScheduleBuilder builder(args, Algorithm::kDirect, out);
   const int p = args.nranks;
   const int r = args.rank;
   const size_t es = builder.element_size();

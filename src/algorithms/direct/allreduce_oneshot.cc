@@ -16,7 +16,7 @@
 namespace chorus {
 
 Status BuildOneShotAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "oneshot", out);
+  ScheduleBuilder builder(args, Algorithm::kOneShot, out);
   const int p = args.nranks;
   const int r = args.rank;
   const size_t bytes = args.count * builder.element_size();

@@ -20,7 +20,7 @@
 namespace chorus {
 
 Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "hd", out);
+  ScheduleBuilder builder(args, Algorithm::kHalvingDoubling, out);
   const int p = args.nranks;
   const int rank = args.rank;
   int pof2 = 1;

@@ -20,7 +20,7 @@
 
 namespace chorus {
 
-Status BuildHierarchicalAllReduceNamed(const CollectiveArgs& args, const char* algorithm, Schedule* out) {
+Status BuildHierarchicalAllReduceNamed(const CollectiveArgs& args, Algorithm algorithm, Schedule* out) {
   ScheduleBuilder builder(args, algorithm, out);
   const HostLayout layout(args.topology, args.nranks);
   const int host = layout.host_of(args.rank);
@@ -61,7 +61,7 @@ Status BuildHierarchicalAllReduceNamed(const CollectiveArgs& args, const char* a
 }
 
 Status BuildHierarchicalAllReduce(const CollectiveArgs& args, Schedule* out) {
-  return BuildHierarchicalAllReduceNamed(args, "hier", out);
+  return BuildHierarchicalAllReduceNamed(args, Algorithm::kHierarchical, out);
 }
 
 }  // namespace chorus

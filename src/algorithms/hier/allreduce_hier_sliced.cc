@@ -21,9 +21,9 @@ namespace chorus {
 
 Status BuildHierarchicalSlicedAllReduce(const CollectiveArgs& args, Schedule* out) {
   const HostLayout layout(args.topology, args.nranks);
-  if (!layout.uniform()) return BuildHierarchicalAllReduceNamed(args, "hier_sliced", out);
+  if (!layout.uniform()) return BuildHierarchicalAllReduceNamed(args, Algorithm::kHierarchicalSliced, out);
 
-  ScheduleBuilder builder(args, "hier_sliced", out);
+  ScheduleBuilder builder(args, Algorithm::kHierarchicalSliced, out);
   const int host = layout.host_of(args.rank);
   const int index = layout.local_index(args.rank);
   const RingRange intra{&layout.local_ranks(host), index, 0, args.count};

@@ -4,11 +4,12 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/schedule.h"
+#include "base/algorithm_descriptor.h"
 #include "base/status.h"
 
 namespace chorus {
 
 // The "hier" AllReduce schedule of args.rank, labelled `algorithm`.
-Status BuildHierarchicalAllReduceNamed(const CollectiveArgs& args, const char* algorithm, Schedule* out);
+Status BuildHierarchicalAllReduceNamed(const CollectiveArgs& args, Algorithm algorithm, Schedule* out);
 
 }  // namespace chorus

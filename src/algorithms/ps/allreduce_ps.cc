@@ -12,7 +12,7 @@
 namespace chorus {
 
 Status BuildParameterServerAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ps", out);
+  ScheduleBuilder builder(args, Algorithm::kParameterServer, out);
   const int p = args.nranks;
   const int server = CentralServerRank(args);
   const size_t bytes = args.count * builder.element_size();

@@ -13,7 +13,7 @@
 namespace chorus {
 
 Status BuildShardedParameterServerAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ps_sharded", out);
+  ScheduleBuilder builder(args, Algorithm::kShardedParameterServer, out);
   const int p = args.nranks;
   const int r = args.rank;
   const int servers = ShardServerCount(args);

@@ -8,7 +8,7 @@
 namespace chorus {
 
 Status BuildParameterServerReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ps", out);
+  ScheduleBuilder builder(args, Algorithm::kParameterServer, out);
   const int p = args.nranks;
   const size_t bytes = args.count * builder.element_size();
   const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);

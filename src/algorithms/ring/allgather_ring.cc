@@ -6,7 +6,7 @@
 namespace chorus {
 
 Status BuildRingAllGather(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ring", out);
+  ScheduleBuilder builder(args, Algorithm::kRing, out);
   const int p = args.nranks;
   const int r = args.rank;
   const int next = (r + 1) % p;

@@ -10,7 +10,7 @@
 namespace chorus {
 
 Status BuildRingAllToAll(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ring", out);
+  ScheduleBuilder builder(args, Algorithm::kRing, out);
   const int p = args.nranks;
   const int r = args.rank;
   const size_t block = args.count * builder.element_size();

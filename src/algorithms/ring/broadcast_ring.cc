@@ -7,7 +7,7 @@
 namespace chorus {
 
 Status BuildRingBroadcast(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ring", out);
+  ScheduleBuilder builder(args, Algorithm::kRing, out);
   const int p = args.nranks;
   const int position = (args.rank - args.root + p) % p;  // 0 at the root
   const int next = (args.rank + 1) % p;

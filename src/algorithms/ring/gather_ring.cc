@@ -8,7 +8,7 @@
 namespace chorus {
 
 Status BuildRingGather(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ring", out);
+  ScheduleBuilder builder(args, Algorithm::kRing, out);
   const int p = args.nranks;
   const size_t block = args.count * builder.element_size();
   if (args.rank != args.root) {

@@ -8,7 +8,7 @@
 namespace chorus {
 
 Status BuildRingReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "ring", out);
+  ScheduleBuilder builder(args, Algorithm::kRing, out);
   const int p = args.nranks;
   const int position = (args.rank - args.root - 1 + 2 * p) % p;  // p-1 at the root
   const int next = (args.rank + 1) % p;

@@ -14,7 +14,7 @@
 namespace chorus {
 
 Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "tree", out);
+  ScheduleBuilder builder(args, Algorithm::kTree, out);
   const BinomialNode node = BinomialTreeNode(args.rank, /*root=*/0, args.nranks);
   const size_t bytes = args.count * builder.element_size();
   const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);

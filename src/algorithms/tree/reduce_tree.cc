@@ -12,7 +12,7 @@
 namespace chorus {
 
 Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out) {
-  ScheduleBuilder builder(args, "tree", out);
+  ScheduleBuilder builder(args, Algorithm::kTree, out);
   const BinomialNode node = BinomialTreeNode(args.rank, args.root, args.nranks);
   const size_t bytes = args.count * builder.element_size();
   const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
