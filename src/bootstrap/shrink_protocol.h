@@ -71,6 +71,13 @@ void DeriveSecret(const uint8_t old_secret[16], const uint8_t nonce[kNonceBytes]
 // `connected` holds the connection when alive.
 Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket* connected);
 
+// The same attempt without waiting, for a root that keeps serving while it
+// probes: kPending leaves `attempt` connecting (poll it for POLLOUT, then
+// FinishProbe); the caller gives up on it after kProbeWindowMs.
+enum class ProbeState { kPending, kConnected, kGone };
+Status StartProbe(const std::string& address, Socket* attempt, ProbeState* state);
+Status FinishProbe(Socket* attempt, ProbeState* state);
+
 struct Reply {
   uint32_t code = 0;
   std::string body;

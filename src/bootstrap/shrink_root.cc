@@ -53,6 +53,8 @@ class ShrinkRoot {
         gone_(endpoint.nranks, false),
         sockets_(endpoint.nranks),
         questions_(endpoint.nranks),
+        connecting_(endpoint.nranks),
+        connect_by_(endpoint.nranks, Deadline::AfterMs(0)),
         acceptor_(endpoint.listener, endpoint.secret, RequestAcceptorOptions(endpoint, "shrink root")) {
     // Ranks below were scanned by this one: gone, or passed over (alive,
     // silent). Neither is asked again.
@@ -135,7 +137,7 @@ class ShrinkRoot {
     while (!Decided() && !Stopped() && !GatherOver()) {
       const Deadline until = Any(Member::kComing) ? coming_deadline_ : gather_deadline_;
       if (next_probe.Expired()) {
-        ProbeUnheard(until);
+        ProbeUnheard();
         next_probe = Deadline::AfterMs(kProbeEveryMs);
       }
       Serve(Sooner(Sooner(until, next_probe), Deadline::AfterMs(kAcceptSliceMs)), true);
@@ -171,6 +173,13 @@ class ShrinkRoot {
       entries.push_back({questions_[rank].fd(), POLLIN, 0});
       owners.push_back(rank);
     }
+    const size_t first_connecting = entries.size();
+    std::vector<int> connecting;
+    for (int rank = 0; rank < endpoint_.nranks; ++rank) {
+      if (!connecting_[rank].valid()) continue;
+      entries.push_back({connecting_[rank].fd(), POLLOUT, 0});
+      connecting.push_back(rank);
+    }
     if (entries.empty()) return;
     const int timeout_ms = accept ? acceptor_.PollTimeoutMs(until) : until.RemainingMs();
     if (::poll(entries.data(), entries.size(), timeout_ms) < 0) {
@@ -178,6 +187,9 @@ class ShrinkRoot {
     }
     for (size_t i = 0; i < owners.size() && !Stopped(); ++i) {
       if (entries[first_question + i].revents != 0) Hear(owners[i]);
+    }
+    for (size_t i = 0; i < connecting.size(); ++i) {
+      if (entries[first_connecting + i].revents != 0) Connected(connecting[i]);
     }
     if (!accept) return;
     std::vector<AdmittedConnection> admitted;
@@ -213,27 +225,60 @@ class ShrinkRoot {
     members_[rank] = Member::kJoined;
     sockets_[rank] = std::move(socket);  // a rejoin replaces an abandoned one
     questions_[rank] = Socket();
+    connecting_[rank] = Socket();
   }
 
   // Opens one question to every rank not yet joined nor gone that has none
   // open (refused: the rank is gone). The question stays queued on a rank
   // that is not answering its listener (not shrinking yet, or still joining
   // a root); the rank's responder answers it if a shrink was agreed there.
-  void ProbeUnheard(Deadline until) {
-    for (int rank = 0; rank < endpoint_.nranks && !until.Expired(); ++rank) {
+  // Connections are started here and completed in Serve, so an unreachable
+  // host never keeps the root from answering its joiners; one that does not
+  // connect within kProbeWindowMs is gone, as for Probe.
+  void ProbeUnheard() {
+    for (int rank = 0; rank < endpoint_.nranks; ++rank) {
       if (!Unheard(rank) || questions_[rank].valid()) continue;
-      bool alive = false;
-      Socket probe;
-      Status status = Probe(endpoint_.addresses[rank], until, &alive, &probe);
-      if (!status.ok()) continue;
-      if (!alive) {
-        members_[rank] = Member::kDead;
-        gone_[rank] = true;
+      if (connecting_[rank].valid()) {
+        if (connect_by_[rank].Expired()) {
+          connecting_[rank] = Socket();
+          MarkGone(rank);
+        }
         continue;
       }
-      probe.set_peer_name(StrCat("rank ", rank, " (", probe.peer_name(), ")"));
-      questions_[rank] = std::move(probe);
+      Socket attempt;
+      ProbeState state;
+      if (!StartProbe(endpoint_.addresses[rank], &attempt, &state).ok()) continue;
+      if (state == ProbeState::kGone) {
+        MarkGone(rank);
+      } else if (state == ProbeState::kPending) {
+        connecting_[rank] = std::move(attempt);
+        connect_by_[rank] = Deadline::AfterMs(kProbeWindowMs);
+      } else {
+        Ask(rank, std::move(attempt));
+      }
     }
+  }
+
+  // A connection started by ProbeUnheard completed (or failed).
+  void Connected(int rank) {
+    Socket attempt = std::move(connecting_[rank]);
+    ProbeState state;
+    if (!FinishProbe(&attempt, &state).ok()) return;  // probed again next round
+    if (state == ProbeState::kGone) {
+      MarkGone(rank);
+    } else if (Unheard(rank)) {
+      Ask(rank, std::move(attempt));
+    }
+  }
+
+  void MarkGone(int rank) {
+    members_[rank] = Member::kDead;
+    gone_[rank] = true;
+  }
+
+  void Ask(int rank, Socket connected) {
+    connected.set_peer_name(StrCat("rank ", rank, " (", connected.peer_name(), ")"));
+    questions_[rank] = std::move(connected);
   }
 
   bool Unheard(int rank) const { return members_[rank] == Member::kUnknown || members_[rank] == Member::kComing; }
@@ -289,6 +334,8 @@ class ShrinkRoot {
   std::vector<bool> gone_;         // refused a connection: left the lineage for good
   std::vector<Socket> sockets_;    // joiners, waiting for the answer
   std::vector<Socket> questions_;  // open questions to ranks still unheard of
+  std::vector<Socket> connecting_;  // probes of ranks still unheard of, not connected yet
+  std::vector<Deadline> connect_by_;
   HandshakeAcceptor acceptor_;     // joiners authenticating
   std::vector<int> left_out_of_;   // a shrink agreed without us, as told by told_by_
   int told_by_ = -1;

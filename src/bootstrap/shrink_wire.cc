@@ -94,7 +94,8 @@ std::string FormatRanks(const std::vector<int>& ranks) {
 
 Status LeftOutError(int rank, const std::vector<int>& agreed, int told_by) {
   return RemoteError("rank ", rank, " was left out of a shrink that ranks ", FormatRanks(agreed),
-                     " completed (told by rank ", told_by, "): it did not take part before their root stopped "
+                     " completed (told by rank ", told_by,
+                     "): it did not take part before their root stopped "
                      "waiting for it. It cannot form a communicator without them; they go on without it");
 }
 
@@ -126,31 +127,55 @@ void DeriveSecret(const uint8_t old_secret[16], const uint8_t nonce[kNonceBytes]
   SipHash128(old_secret, message, sizeof(message), out);
 }
 
-Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket* connected) {
-  *alive = false;
+Status StartProbe(const std::string& address, Socket* attempt, ProbeState* state) {
+  *state = ProbeState::kGone;
   SocketAddress target;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target));
   const int fd = ::socket(target.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoError(errno, "socket");
-  Socket attempt(fd, address);
-  int error = 0;
+  Socket started(fd, address);
   if (::connect(fd, target.sockaddr_ptr(), target.length) != 0) {
-    error = errno;
-    if (error == EINPROGRESS) {
-      // Unreachable only after the whole window: the caller's deadline
-      // cutting it short decides nothing (a live rank is not taken for dead).
-      const bool whole_window = deadline.RemainingMs() > kProbeWindowMs;
-      const Deadline window = whole_window ? Deadline::AfterMs(kProbeWindowMs) : deadline;
-      if (!attempt.WaitFor(POLLOUT, window, "probing").ok()) {
-        if (!whole_window) return TimeoutError("probing ", address, ": the deadline passed before it answered");
-        return Status::Ok();  // unreachable
-      }
-      socklen_t length = sizeof(error);
-      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return ErrnoError(errno, "getsockopt");
-    }
+    if (errno != EINPROGRESS) return Status::Ok();  // refused, unreachable: gone
+    *state = ProbeState::kPending;
+  } else {
+    CHORUS_RETURN_IF_ERROR(started.SetNoDelay());
+    *state = ProbeState::kConnected;
   }
-  if (error != 0) return Status::Ok();  // refused, reset, unreachable: gone
-  CHORUS_RETURN_IF_ERROR(attempt.SetNoDelay());
+  *attempt = std::move(started);
+  return Status::Ok();
+}
+
+Status FinishProbe(Socket* attempt, ProbeState* state) {
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (::getsockopt(attempt->fd(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return ErrnoError(errno, "getsockopt");
+  if (error != 0) {
+    *attempt = Socket();
+    *state = ProbeState::kGone;
+    return Status::Ok();
+  }
+  CHORUS_RETURN_IF_ERROR(attempt->SetNoDelay());
+  *state = ProbeState::kConnected;
+  return Status::Ok();
+}
+
+Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket* connected) {
+  *alive = false;
+  Socket attempt;
+  ProbeState state;
+  CHORUS_RETURN_IF_ERROR(StartProbe(address, &attempt, &state));
+  if (state == ProbeState::kPending) {
+    // Unreachable only after the whole window: the caller's deadline
+    // cutting it short decides nothing (a live rank is not taken for dead).
+    const bool whole_window = deadline.RemainingMs() > kProbeWindowMs;
+    const Deadline window = whole_window ? Deadline::AfterMs(kProbeWindowMs) : deadline;
+    if (!attempt.WaitFor(POLLOUT, window, "probing").ok()) {
+      if (!whole_window) return TimeoutError("probing ", address, ": the deadline passed before it answered");
+      return Status::Ok();  // unreachable
+    }
+    CHORUS_RETURN_IF_ERROR(FinishProbe(&attempt, &state));
+  }
+  if (state != ProbeState::kConnected) return Status::Ok();  // refused, reset, unreachable: gone
   *connected = std::move(attempt);
   *alive = true;
   return Status::Ok();
@@ -173,8 +198,8 @@ Status ReadReply(const Socket& socket, Deadline deadline, Reply* reply) {
   CHORUS_RETURN_IF_ERROR(socket.RecvAll(header, sizeof(header), deadline));
   reply->code = GetU32(header);
   const uint64_t body_bytes = GetU64(header + 4);
-  const bool known = reply->code < chorusNumResults || reply->code == kReplyLeftOut ||
-                     reply->code == kReplyNotShrinking;
+  const bool known =
+      reply->code < chorusNumResults || reply->code == kReplyLeftOut || reply->code == kReplyNotShrinking;
   if (!known || body_bytes > kMaxBodyBytes) return InternalError("shrink: malformed reply from ", socket.peer_name());
   reply->body.assign(body_bytes, '\0');
   return socket.RecvAll(reply->body.data(), reply->body.size(), deadline);
@@ -210,9 +235,9 @@ Status CheckRequest(const RecoveryEndpoint& endpoint, const AdmittedConnection& 
   if (GetU32(request) != kJoinMagic || rank != connection.hello.rank) {
     valid = InvalidUsage("malformed shrink request from ", socket.peer_name());
   } else if (nranks != endpoint.nranks || rank < 0 || rank >= nranks || rank == endpoint.rank) {
-    valid = InvalidUsage("rank ", endpoint.rank, " of ", endpoint.nranks,
-                         " ranks cannot answer a shrink request of rank ", rank, " of ", nranks,
-                         " (different communicators)");
+    valid =
+        InvalidUsage("rank ", endpoint.rank, " of ", endpoint.nranks, " ranks cannot answer a shrink request of rank ",
+                     rank, " of ", nranks, " (different communicators)");
   }
   if (!valid.ok()) {
     SendReply(socket, valid.code(), valid.message(), deadline).IgnoreError();

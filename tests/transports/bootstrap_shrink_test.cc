@@ -4,7 +4,11 @@
 // with another secret is not let in; a live rank that comes after an
 // agreement without it is told so by the members, never counts them dead;
 // a live member of an earlier agreement is never left out of the next.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -263,6 +267,50 @@ TEST(ShrinkAgreementTest, SilentLowerHalfMakesTheOthersTimeOutNotSplit) {
   const std::vector<Agreement> again = ShrinkSome(endpoints, {2, 3}, kShortMs);
   ExpectLeftOut(again[2], "{0,1} completed (told by rank 0)");
   ExpectLeftOut(again[3], "{0,1} completed (told by rank 0)");
+}
+
+// A loopback address whose connections never complete: a listener with a
+// backlog of 0 holds one connection in its accept queue, never accepted, and
+// the kernel drops every further SYN (an unreachable host, as far as a
+// connecting rank can tell).
+class Blackhole {
+ public:
+  Blackhole() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(listener_, 0) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      return;
+    }
+    filler_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(filler_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return;
+    address_ = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  ~Blackhole() {
+    if (filler_ >= 0) ::close(filler_);
+    if (listener_ >= 0) ::close(listener_);
+  }
+  const std::string& address() const { return address_; }  // empty: could not be set up
+
+ private:
+  int listener_ = -1;
+  int filler_ = -1;
+  std::string address_;
+};
+
+// Rank 3's host is unreachable (its connections never complete). The root
+// keeps answering its joiners while it probes rank 3, so they join it
+// instead of passing over it, and rank 3 is left out once its probe window
+// has passed.
+TEST(ShrinkAgreementTest, AnUnreachableRankDoesNotKeepTheRootFromItsJoiners) {
+  auto endpoints = MakeEndpoints(4, 16);
+  const Blackhole unreachable;
+  ASSERT_FALSE(unreachable.address().empty());
+  for (auto& endpoint : endpoints) endpoint->addresses[3] = unreachable.address();
+  ExpectAgreement(ShrinkSome(endpoints, {0, 1, 2}, kTimeoutMs), {0, 1, 2});
 }
 
 // Random trials: each rank is dead, silent (alive, never calls) or calls
