@@ -75,6 +75,7 @@ RANDOM=$seed
 declare -A counts=()
 bad=0
 slowest_fail_ms=0 slowest_fail_where=
+failing_ms=()  # every failing collective's time, all ranks
 slowest_shrink_ms=0
 ms_to_s() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 count() { counts["$1"]=$(( ${counts["$1"]:-0} + 1 )); }
@@ -137,20 +138,25 @@ for ((trial = 1; trial <= trials; trial++)); do
       *) if [ "$rc" -ge 128 ]; then outcome="BAD: crashed (signal $((rc - 128)))"; else outcome="BAD: exit $rc"; fi ;;
     esac
     count "$label | $role | $outcome"
+    count "all faults | $role | $outcome"
     [[ $outcome == BAD* ]] && trial_bad=1
     summary+=" $rank:${rc:-hang}"
     # Whom a survivor's first collective failure blames.
     if [ "$rank" -ne "$victim" ]; then
       peers=$(sed -n "s/^\[host$rank\] linkchaos: fail .*phase=collective .* peers=\([-0-9,]*\) .*/\1/p" "$log" | head -1)
       if [ -n "$peers" ]; then
-        if [[ ,$peers, == *,$victim,* ]]; then count "$label | other rank's error names the cut-off rank"
-        else count "$label | other rank's error names only other ranks, not the cut-off one"; fi
+        if [[ ,$peers, == *,$victim,* ]]; then named="other rank's error names the cut-off rank"
+        else named="other rank's error names only other ranks, not the cut-off one"; fi
+        count "$label | $named"
+        count "all faults | $named"
       fi
     fi
   done
   # The slowest failing collective and shrink, over every rank.
   while read -r ms where; do
-    [ -n "$ms" ] && [ "$ms" -gt "$slowest_fail_ms" ] && { slowest_fail_ms=$ms; slowest_fail_where="$describe, $where"; }
+    [ -n "$ms" ] || continue
+    failing_ms+=("$ms")
+    [ "$ms" -gt "$slowest_fail_ms" ] && { slowest_fail_ms=$ms; slowest_fail_where="$describe, $where"; }
   done < <(sed -n 's/^\[host\([0-9]*\)\] linkchaos: fail .*phase=\(collective\|shrunk\) .*op=\([a-z]*\) bytes=\([0-9]*\) code=\([a-zA-Z]*\) ms=\([0-9]*\) .*/\6 rank \1 \3 \4 B \5/p' "$log")
   while read -r ms; do
     [ -n "$ms" ] && [ "$ms" -gt "$slowest_shrink_ms" ] && slowest_shrink_ms=$ms
@@ -163,6 +169,10 @@ done
 
 echo "link_chaos: $trials trials (seed $seed) in $((SECONDS - started)) s; ranks by fault | role | outcome:"
 while read -r key; do printf '  %4d  %s\n' "${counts[$key]}" "$key"; done < <(printf '%s\n' "${!counts[@]}" | sort)
+if [ ${#failing_ms[@]} -gt 0 ]; then
+  median_ms=$(printf '%s\n' "${failing_ms[@]}" | sort -n | sed -n "$(((${#failing_ms[@]} + 1) / 2))p")
+  echo "  failing calls: ${#failing_ms[@]}, median $median_ms ms"
+fi
 echo "  slowest failing call: $slowest_fail_ms ms (deadline $timeout_ms ms, limit $((timeout_ms + slack_ms)) ms)${slowest_fail_where:+: $slowest_fail_where}"
-echo "  slowest shrink: $slowest_shrink_ms ms (limit $((2 * timeout_ms + slack_ms)) ms)"
+[ "$slowest_shrink_ms" -gt 0 ] && echo "  slowest shrink: $slowest_shrink_ms ms (limit $((2 * timeout_ms + slack_ms)) ms)"
 exit $bad
