@@ -13,7 +13,8 @@
 # non-zero on any wrong result, hang (a rank killed by the cluster's
 # timeout), crash (a rank ended by a signal), failure with an unexpected
 # code or naming no peer, call failing later than the deadline plus the
-# slack, or leaked shared-memory segment.
+# slack, two shrunk communicators in one trial, or leaked shared-memory
+# segment.
 #
 #   perf/chaos/link_chaos.sh [--trials N] [--seed S] [--hosts H] [--build DIR]
 #       [--timeout-ms T] [--slack-ms M] [--seconds S] [--kinds k1,k2,...]
@@ -37,7 +38,7 @@ kinds=down,switchdown,starve,blackhole,loss
 heartbeat_ms=0
 shrink=random
 logs=
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case $1 in
@@ -111,7 +112,7 @@ for ((trial = 1; trial <= trials; trial++)); do
   # The wrapper reports how each rank ended; a rank the cluster's timeout
   # kills (a hang) prints nothing.
   CHORUS_TIMEOUT_MS=$timeout_ms CHORUS_HEARTBEAT_MS=$heartbeat_ms CLUSTER_FAULT_CMD=$fault_cmd \
-    perf/cluster/cluster.sh -n "$hosts" -t $((seconds + 6 * timeout_ms / 1000 + 30)) -- \
+    perf/cluster/cluster.sh -n "$hosts" -t $((seconds + 12 * timeout_ms / 1000 + 30)) -- \
     sh -c '"$0" "$@"; echo "linkchaos: rc rank=$RANK rc=$?"' "$rank_binary" "${rank_args[@]}" > "$log" 2>&1
   if grep -q "linkfault: skipped" "$log"; then
     count "$label | skipped: $(grep -o 'skipped: .*' "$log" | head -1 | cut -d' ' -f2-)"
@@ -161,6 +162,13 @@ for ((trial = 1; trial <= trials; trial++)); do
   while read -r ms; do
     [ -n "$ms" ] && [ "$ms" -gt "$slowest_shrink_ms" ] && slowest_shrink_ms=$ms
   done < <(sed -n 's/^\[host[0-9]*\] linkchaos: \(shrink\|fail .*phase=shrink\) .*ms=\([0-9]*\).*/\2/p' "$log")
+  # Members of a shrunk communicator stay while the others may still shrink:
+  # two member lists in one trial are two communicators at once.
+  groups=$(sed -n 's/^\[host[0-9]*\] linkchaos: shrunk .* members=\([0-9,]*\)$/\1/p' "$log" | sort -u)
+  if [ "$(printf '%s' "$groups" | grep -c .)" -gt 1 ]; then
+    count "$label | BAD: two communicators formed ($(echo $groups | tr ' ' '+'))"
+    trial_bad=1
+  fi
   leaked=$(comm -13 <(echo "$segments_before") <(orphan_segments))
   if [ -n "$leaked" ]; then count "$label | BAD: leaked shared-memory segment"; trial_bad=1; fi
   echo "$describe: exits$summary$( ((trial_bad)) && echo "  <-- BAD, see $log")"

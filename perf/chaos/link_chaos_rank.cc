@@ -15,8 +15,9 @@
 //   linkchaos: end rank=R exit=E
 // (after "linkchaos: rounds rank=R rounds=K slowest_ok_ms=T" once the
 // rounds are over).
-// With --shrink, the first failure is followed by chorusCommShrink and
-// checked rounds on the new communicator. Exit codes below (enum Exit).
+// With --shrink, the first failure is followed by chorusCommShrink (tried
+// twice) and checked rounds on the new communicator, whose members print
+// "linkchaos: shrunk ... members=L" and then stay 4 timeouts. Exit codes below (enum Exit).
 #include <getopt.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chorus/chorus.h"
@@ -211,7 +213,12 @@ int CheckShrunk(chorusComm_t shrunk, int old_rank, double limit_ms) {
     return ms > limit_ms ? kTooSlow : Clear(result) ? kFailedClearly : kBadCode;
   }
   if (members[new_rank] != old_rank || !std::is_sorted(members.begin(), members.end())) return kShrunkWrong;
-  std::printf("linkchaos: shrunk rank=%d new_rank=%d size=%d\n", old_rank, new_rank, size);
+  std::string list;
+  for (int32_t member : members) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(member);
+  }
+  std::printf("linkchaos: shrunk rank=%d new_rank=%d size=%d members=%s\n", old_rank, new_rank, size, list.c_str());
   Rounds rounds(shrunk, new_rank, size);
   double slowest_ok_ms = 0;
   for (int round = 0; round < 8; ++round) {
@@ -286,18 +293,33 @@ int Main(const Options& options) {
   int exit = names_peer ? kFailedClearly : kNamesNoPeer;
   if (options.shrink) {
     chorusComm_t shrunk = nullptr;
-    start = Clock::now();
-    result = chorusCommShrink(comm, &shrunk);
-    ms = MsSince(start);
-    if (ms > twice_limit_ms) {
-      exit = kTooSlow;
-    } else if (result != chorusSuccess) {
-      ReportFailure(rank, "shrink", 0, "shrink", 0, result, ms, comm);
-      if (!Clear(result)) exit = kBadCode;
-    } else {
-      std::printf("linkchaos: shrink rank=%d ms=%.0f\n", rank, ms);
-      const int checked = CheckShrunk(shrunk, rank, call_limit_ms);
-      if (exit == kFailedClearly || checked >= kWrong) exit = checked;
+    // A shrink that could not agree may be retried on `comm` (chorus.h):
+    // once, as a program that shrinks would, rather than leaving at once.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      start = Clock::now();
+      result = chorusCommShrink(comm, &shrunk);
+      ms = MsSince(start);
+      if (ms > twice_limit_ms) {
+        exit = kTooSlow;
+        break;
+      }
+      if (result == chorusSuccess) break;
+      ReportFailure(rank, "shrink", attempt, "shrink", 0, result, ms, comm);
+      if (!Clear(result)) {
+        exit = kBadCode;
+        break;
+      }
+    }
+    if (result == chorusSuccess) {
+      if (exit != kTooSlow) {
+        std::printf("linkchaos: shrink rank=%d ms=%.0f\n", rank, ms);
+        const int checked = CheckShrunk(shrunk, rank, call_limit_ms);
+        if (exit == kFailedClearly || checked >= kWrong) exit = checked;
+        // Members stay while the others may still be shrinking (two tries
+        // of two timeouts each): a group that forms meanwhile without them
+        // is a second communicator, not a successor of one that has left.
+        if (checked == kShrunk) std::this_thread::sleep_for(std::chrono::milliseconds(4 * timeout_ms));
+      }
       chorusCommAbort(shrunk);
     }
   }
