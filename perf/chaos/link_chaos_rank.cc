@@ -17,7 +17,8 @@
 // rounds are over).
 // With --shrink, the first failure is followed by chorusCommShrink (tried
 // twice) and checked rounds on the new communicator, whose members print
-// "linkchaos: shrunk ... members=L" and then stay 4 timeouts. Exit codes below (enum Exit).
+// "linkchaos: shrunk ... members=L" and then stay 4 timeouts. Exit codes:
+// enum Exit below.
 #include <getopt.h>
 
 #include <algorithm>
@@ -36,16 +37,16 @@
 namespace {
 
 enum Exit : int {
-  kCompleted = 0,        // every round exact
-  kFailedClearly = 1,    // a call failed with a clear error within its limit (no shrink, or shrink failed so)
-  kShrunk = 2,           // failed, shrank, and the new communicator reduced exactly
-  kInitFailed = 3,       // init failed with a clear error within its limit
-  kWrong = 20,           // a call returned success with a wrong result
-  kBadCode = 21,         // a failure with another code than RemoteError, Timeout or Revoked
-  kNamesNoPeer = 22,     // a collective failure whose message names no other rank
-  kTooSlow = 23,         // a call returned later than its limit
-  kShrunkWrong = 24,     // the new communicator's membership or reduction was wrong
-  kUsage = 64,           // bad arguments
+  kCompleted = 0,      // every round exact
+  kFailedClearly = 1,  // a call failed with a clear error within its limit (no shrink, or shrink failed so)
+  kShrunk = 2,         // failed, shrank, and the new communicator reduced exactly
+  kInitFailed = 3,     // init failed with a clear error within its limit
+  kWrong = 20,         // a call returned success with a wrong result
+  kBadCode = 21,       // a failure with another code than RemoteError, Timeout or Revoked
+  kNamesNoPeer = 22,   // a collective failure whose message names no other rank
+  kTooSlow = 23,       // a call returned later than its limit
+  kShrunkWrong = 24,   // the new communicator's membership or reduction was wrong
+  kUsage = 64,         // bad arguments
 };
 
 struct Options {
@@ -83,9 +84,9 @@ std::string NamedPeers(const char* message, int self) {
 
 // The result's enumerator, one word for the line's parser.
 const char* ResultName(chorusResult_t result) {
-  static const char* const kNames[] = {"chorusSuccess",      "chorusSystemError", "chorusInternalError",
+  static const char* const kNames[] = {"chorusSuccess",         "chorusSystemError",  "chorusInternalError",
                                        "chorusInvalidArgument", "chorusInvalidUsage", "chorusRemoteError",
-                                       "chorusInProgress",   "chorusTimeout",     "chorusRevoked"};
+                                       "chorusInProgress",      "chorusTimeout",      "chorusRevoked"};
   return result >= 0 && result < chorusNumResults ? kNames[result] : "unknown";
 }
 
@@ -334,10 +335,17 @@ bool ParseOptions(int argc, char** argv, Options* options) {
                                  {nullptr, 0, nullptr, 0}};
   for (int opt; (opt = getopt_long(argc, argv, "", kLong, nullptr)) != -1;) {
     switch (opt) {
-      case 's': options->seconds = std::atof(optarg); break;
-      case 'k': options->slack_ms = std::atoi(optarg); break;
-      case 'r': options->shrink = true; break;
-      default: return false;
+      case 's':
+        options->seconds = std::atof(optarg);
+        break;
+      case 'k':
+        options->slack_ms = std::atoi(optarg);
+        break;
+      case 'r':
+        options->shrink = true;
+        break;
+      default:
+        return false;
     }
   }
   return optind == argc && options->seconds > 0 && options->slack_ms >= 0;

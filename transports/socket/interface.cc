@@ -93,9 +93,8 @@ Status ChooseInterface(const std::string& spec, const std::vector<NetworkInterfa
     // is back, and a caller that shrinks after a failure must see it as one.
     for (const NetworkInterface& i : interfaces) {
       if (filter.names.empty() || i.up || !IsUsableAddress(i.address) || !filter.Matches(i.name)) continue;
-      return RemoteError("network interface ", i.name, " (", i.address.HostString(),
-                         ") that CHORUS_SOCKET_IFNAME='", spec, "' names is down: this host is cut off (available: ",
-                         available, ")");
+      return RemoteError("network interface ", i.name, " (", i.address.HostString(), ") that CHORUS_SOCKET_IFNAME='",
+                         spec, "' names is down: this host is cut off (available: ", available, ")");
     }
     return InvalidArgument("no network interface matches CHORUS_SOCKET_IFNAME='", spec,
                            "' (available: ", available.empty() ? "none" : available, ")");
