@@ -16,6 +16,11 @@
 # exec keeps it), e.g. CHORUS_SOCKET_RCVBUF=1M perf/cluster/cluster.sh -- ...
 # CLUSTER_BURST_BYTES sets the tbf bucket (default: 1 ms of the rate, at least 64 KiB).
 # CLUSTER_TC_STATS=FILE writes every link's tbf counters (tc -s) there after the run.
+# CLUSTER_FAULT_CMD="shell command" runs in the root namespace once the ranks
+# have started, with CLUSTER_HOST_NS (the hosts' namespaces, host 0 first),
+# CLUSTER_SWITCH_NS, CLUSTER_HOSTS, CLUSTER_RATE and CLUSTER_BURST_BYTES
+# exported, to break links (ip, tc); output prefixed [fault]. It is killed
+# once the ranks are done and never changes the exit status (perf/chaos/link_chaos.sh).
 # Needs root (ip netns, tc); without it, says so and exits 77 ("skipped").
 # Only the addresses 10.213.0.0/24 inside the namespaces it created are used.
 set -uo pipefail
@@ -23,7 +28,7 @@ set -uo pipefail
 hosts=4
 rate=1gbit
 timeout_s=300
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while getopts "n:r:t:h" opt; do
   case $opt in
     n) hosts=$OPTARG ;;
@@ -49,9 +54,19 @@ switch="${prefix}sw"
 port=$((20000 + id % 20000))
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 pids=()
+fault_pid=
+
+# The fault injector and what it started (a sleep before a link comes back).
+end_fault() {
+  [ -n "$fault_pid" ] || return 0
+  kill -KILL -- "-$fault_pid" 2>/dev/null
+  wait "$fault_pid" 2>/dev/null
+  fault_pid=
+}
 
 teardown() {
   set +e  # a set-up failure under set -e must not stop the clean-up half way (leaking namespaces)
+  end_fault
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
   for ((h = 0; h < hosts; h++)); do ip netns del "${prefix}h$h" 2>/dev/null; done
   ip netns del "$switch" 2>/dev/null
@@ -111,6 +126,15 @@ for ((h = 0; h < hosts; h++)); do
   pids+=($!)
 done
 
+if [ -n "${CLUSTER_FAULT_CMD:-}" ]; then
+  host_ns=()
+  for ((h = 0; h < hosts; h++)); do host_ns+=("${prefix}h$h"); done
+  CLUSTER_HOST_NS="${host_ns[*]}" CLUSTER_SWITCH_NS=$switch CLUSTER_HOSTS=$hosts CLUSTER_RATE=$rate \
+    CLUSTER_BURST_BYTES=$burst_bytes setsid sh -c "$CLUSTER_FAULT_CMD" \
+    > >(sed -u "s/^/[fault] /") 2>&1 < /dev/null &
+  fault_pid=$!  # setsid keeps the pid: the injector leads its own process group
+fi
+
 status=0
 for pid in "${pids[@]}"; do
   wait "$pid"
@@ -118,6 +142,7 @@ for pid in "${pids[@]}"; do
   [ $status -eq 0 ] && status=$rc
 done
 pids=()
+end_fault
 if [ -n "${CLUSTER_TC_STATS:-}" ]; then
   {
     for ((h = 0; h < hosts; h++)); do

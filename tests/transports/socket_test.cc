@@ -146,7 +146,22 @@ TEST(InterfaceTest, ChoosesLikeNccl) {
   EXPECT_EQ(Choose("eth2", host), "eth2 2001:db8::2");  // IPv6 when it is the only match
   EXPECT_EQ(Choose("lo", host), "lo 127.0.0.1");
   EXPECT_EQ(Choose("=eth", host).rfind("error: no network interface matches", 0), 0u);
-  EXPECT_EQ(Choose("eth1", host).rfind("error: no network interface matches", 0), 0u);
+  EXPECT_EQ(Choose("^eth,docker,lo,ib", host).rfind("error: no network interface matches", 0), 0u);
+}
+
+TEST(InterfaceTest, NamedInterfaceThatIsDownIsANetworkFailure) {
+  // Its link went down (or lost its carrier): not a bad setting, the host is cut off.
+  const auto host = FakeHost();
+  NetworkInterface chosen;
+  Status status = ChooseInterface("eth1", host, &chosen);
+  EXPECT_EQ(status.code(), chorusRemoteError);
+  EXPECT_EQ(status.message(),
+            "network interface eth1 (10.0.1.2) that CHORUS_SOCKET_IFNAME='eth1' names is down: this host is cut off "
+            "(available: lo=127.0.0.1, docker0=172.17.0.1, eth1=10.0.1.2 (down), eth0=fe80::1, eth0=10.0.0.2, "
+            "eth2=2001:db8::2, ib0=192.168.1.2)");
+  EXPECT_EQ(ChooseInterface("=eth1", host, &chosen).code(), chorusRemoteError);
+  // A name no interface has stays a bad setting.
+  EXPECT_EQ(ChooseInterface("=eth9", host, &chosen).code(), chorusInvalidArgument);
 }
 
 TEST(InterfaceTest, DefaultFallsBackToDockerThenLoopback) {

@@ -88,6 +88,14 @@ Status ChooseInterface(const std::string& spec, const std::vector<NetworkInterfa
     for (const NetworkInterface& i : interfaces) {
       available += StrCat(available.empty() ? "" : ", ", i.name, "=", i.address.HostString(), i.up ? "" : " (down)");
     }
+    // A named interface that is only down (set down, or no carrier) is a
+    // network failure, not a bad setting: the same call works once the link
+    // is back, and a caller that shrinks after a failure must see it as one.
+    for (const NetworkInterface& i : interfaces) {
+      if (filter.names.empty() || i.up || !IsUsableAddress(i.address) || !filter.Matches(i.name)) continue;
+      return RemoteError("network interface ", i.name, " (", i.address.HostString(), ") that CHORUS_SOCKET_IFNAME='",
+                         spec, "' names is down: this host is cut off (available: ", available, ")");
+    }
     return InvalidArgument("no network interface matches CHORUS_SOCKET_IFNAME='", spec,
                            "' (available: ", available.empty() ? "none" : available, ")");
   }
