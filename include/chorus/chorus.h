@@ -200,17 +200,17 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key,
  * and on every later shrink of `comm`. For that the members keep `comm`'s
  * small recovery listener (and one thread answering it) open while they
  * hold the new communicator or one made from it, also after destroying
- * `comm`. Live ranks that do not take part (stopped, hung, or late) are left
- * out only by a majority: the members must be more than half of the ranks
- * whose processes are not gone (exactly half if they include the lowest of
- * those); otherwise the call ends with chorusTimeout naming the absent ranks
- * (end those processes, or let them call shrink too). So two groups can
- * never both form.
+ * `comm`. Live ranks that do not take part (stopped, hung, late, or on a
+ * host that cannot be reached) are left out only by a majority: the members
+ * must be more than half of the ranks whose processes are not known to be
+ * gone (exactly half if they include the lowest of those); otherwise the
+ * call ends with chorusTimeout naming the absent ranks (end those
+ * processes, or let them call shrink too). So two groups can never both
+ * form, not even on the two sides of a network partition. A rank counts as
+ * gone when its host refuses a connection to it (its process has exited).
  * Every wait is bounded: the agreement by the timeout, the new
  * communicator's creation by the timeout again. Collective over the
- * survivors; one shrink at a time per communicator. Ranks are assumed
- * fail-stop (a dead process's sockets close) on a network that does not
- * lose connections between live processes.
+ * survivors; one shrink at a time per communicator.
  */
 chorusResult_t chorusCommShrink(chorusComm_t comm, chorusComm_t* newcomm);
 

@@ -121,11 +121,17 @@ Status Agree(RecoveryEndpoint& endpoint, Deadline gather_deadline, Deadline dead
     Rescan rescan;
     for (int candidate = 0; candidate < endpoint.rank && !rescan.wanted; ++candidate) {
       if (gone[candidate] || passed_over[candidate]) continue;
-      bool alive = false;
+      ProbeState probed;
       Socket socket;
-      CHORUS_RETURN_IF_ERROR(Probe(endpoint.addresses[candidate], deadline, &alive, &socket));
-      if (!alive) {
+      CHORUS_RETURN_IF_ERROR(Probe(endpoint.addresses[candidate], deadline, &probed, &socket));
+      if (probed == ProbeState::kGone) {
         gone[candidate] = true;
+        continue;
+      }
+      if (probed == ProbeState::kUnreachable) {
+        // Perhaps alive behind a partition: passed over, never gone.
+        CHORUS_INFO("SHRINK", "rank ", endpoint.rank, ": passing over rank ", candidate, ", which is unreachable");
+        passed_over[candidate] = true;
         continue;
       }
       socket.set_peer_name(StrCat("shrink root candidate rank ", candidate, " (", socket.peer_name(), ")"));

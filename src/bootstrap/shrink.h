@@ -31,9 +31,10 @@
 //    naming the absent. Two disjoint groups could both pass only if each
 //    counted a member of the other gone, which a refusal rules out while
 //    that member holds the lineage: so passing over a live rank never lets
-//    two communicators form side by side. (A connection that no kernel
-//    answers within kProbeWindowMs also counts as gone: this assumes no
-//    network partition between live hosts.) A rank that says it is not
+//    two communicators form side by side. Only a refusal counts as gone: a
+//    rank that cannot be reached (no route, or no answer within
+//    kProbeWindowMs) may live behind a partition, so it is passed over and
+//    counted live, and the two sides of a partition never both form. A rank that says it is not
 //    shrinking now while sharing an earlier agreement with the root is alive
 //    and holds the lineage: it is waited for past the gather deadline and
 //    never left out (the root fails naming it instead). It drops joiners whose connection has closed, starts a

@@ -65,16 +65,21 @@ Status LeftOutError(int rank, const std::vector<int>& agreed, int told_by);
 // secret, so only members of the old communicator can derive it.
 void DeriveSecret(const uint8_t old_secret[16], const uint8_t nonce[kNonceBytes], uint8_t out[16]);
 
-// One connection attempt, no retry: the listener has existed since the
-// communicator was created and stays open while its rank is in the
-// lineage, so a refusal means its rank is gone. `*alive` tells which;
-// `connected` holds the connection when alive.
-Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket* connected);
+// What one connection attempt to a rank's recovery listener tells.
+// kGone: refused; the listener has existed since the communicator was
+// created and stays open while its rank is in the lineage, so its rank has
+// left for good. kUnreachable: no answer within kProbeWindowMs, or no
+// route; the rank may live behind a partition, so it is never counted gone.
+enum class ProbeState { kPending, kConnected, kGone, kUnreachable };
+
+// One attempt, no retry, waiting at most kProbeWindowMs (less when
+// `deadline` comes first: then chorusTimeout). `connected` holds the
+// connection when kConnected.
+Status Probe(const std::string& address, Deadline deadline, ProbeState* state, Socket* connected);
 
 // The same attempt without waiting, for a root that keeps serving while it
 // probes: kPending leaves `attempt` connecting (poll it for POLLOUT, then
 // FinishProbe); the caller gives up on it after kProbeWindowMs.
-enum class ProbeState { kPending, kConnected, kGone };
 Status StartProbe(const std::string& address, Socket* attempt, ProbeState* state);
 Status FinishProbe(Socket* attempt, ProbeState* state);
 

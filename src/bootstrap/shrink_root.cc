@@ -233,16 +233,15 @@ class ShrinkRoot {
   // that is not answering its listener (not shrinking yet, or still joining
   // a root); the rank's responder answers it if a shrink was agreed there.
   // Connections are started here and completed in Serve, so an unreachable
-  // host never keeps the root from answering its joiners; one that does not
-  // connect within kProbeWindowMs is gone, as for Probe.
+  // host never keeps the root from answering its joiners. Only a refusal
+  // makes a rank gone: one that does not connect (within kProbeWindowMs, or
+  // no route) is tried again, and left out at the gather deadline only by a
+  // majority, since it may live behind a partition.
   void ProbeUnheard() {
     for (int rank = 0; rank < endpoint_.nranks; ++rank) {
       if (!Unheard(rank) || questions_[rank].valid()) continue;
       if (connecting_[rank].valid()) {
-        if (connect_by_[rank].Expired()) {
-          connecting_[rank] = Socket();
-          MarkGone(rank);
-        }
+        if (connect_by_[rank].Expired()) connecting_[rank] = Socket();  // unreachable: tried again
         continue;
       }
       Socket attempt;
@@ -250,6 +249,8 @@ class ShrinkRoot {
       if (!StartProbe(endpoint_.addresses[rank], &attempt, &state).ok()) continue;
       if (state == ProbeState::kGone) {
         MarkGone(rank);
+      } else if (state == ProbeState::kUnreachable) {
+        continue;  // perhaps alive behind a partition: tried again next round, never gone
       } else if (state == ProbeState::kPending) {
         connecting_[rank] = std::move(attempt);
         connect_by_[rank] = Deadline::AfterMs(kProbeWindowMs);
@@ -266,7 +267,7 @@ class ShrinkRoot {
     if (!FinishProbe(&attempt, &state).ok()) return;  // probed again next round
     if (state == ProbeState::kGone) {
       MarkGone(rank);
-    } else if (Unheard(rank)) {
+    } else if (state == ProbeState::kConnected && Unheard(rank)) {
       Ask(rank, std::move(attempt));
     }
   }
@@ -364,7 +365,8 @@ Status CheckMajority(const std::vector<int>& survivors, const std::vector<bool>&
     return Status::Ok();
   }
   return TimeoutError("shrink root rank ", root, ": ranks ", FormatRanks(absent),
-                      " are alive (their recovery listeners accept connections) but did not take part in time, and "
+                      " are alive or unreachable (their recovery listeners never refused a connection) but did not take part "
+                      "in time, and "
                       "the ranks that did, ", FormatRanks(survivors), ", are not a majority of the ", not_gone,
                       " ranks whose processes are not gone (half of them counts only with the lowest, rank ", lowest,
                       "). Leaving live ranks out without a majority could let them form a communicator of their "

@@ -127,15 +127,26 @@ void DeriveSecret(const uint8_t old_secret[16], const uint8_t nonce[kNonceBytes]
   SipHash128(old_secret, message, sizeof(message), out);
 }
 
+namespace {
+
+// Only a refusal (the host's kernel answered: nothing listens there any
+// more) proves a rank gone. No route, a host unreachable or a timeout may
+// be a partition, behind which the rank lives on.
+ProbeState AfterError(int error) { return error == ECONNREFUSED ? ProbeState::kGone : ProbeState::kUnreachable; }
+
+}  // namespace
+
 Status StartProbe(const std::string& address, Socket* attempt, ProbeState* state) {
-  *state = ProbeState::kGone;
   SocketAddress target;
   CHORUS_RETURN_IF_ERROR(ParseSocketAddress(address, &target));
   const int fd = ::socket(target.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoError(errno, "socket");
   Socket started(fd, address);
   if (::connect(fd, target.sockaddr_ptr(), target.length) != 0) {
-    if (errno != EINPROGRESS) return Status::Ok();  // refused, unreachable: gone
+    if (errno != EINPROGRESS) {
+      *state = AfterError(errno);
+      return Status::Ok();
+    }
     *state = ProbeState::kPending;
   } else {
     CHORUS_RETURN_IF_ERROR(started.SetNoDelay());
@@ -151,7 +162,7 @@ Status FinishProbe(Socket* attempt, ProbeState* state) {
   if (::getsockopt(attempt->fd(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return ErrnoError(errno, "getsockopt");
   if (error != 0) {
     *attempt = Socket();
-    *state = ProbeState::kGone;
+    *state = AfterError(error);
     return Status::Ok();
   }
   CHORUS_RETURN_IF_ERROR(attempt->SetNoDelay());
@@ -159,25 +170,22 @@ Status FinishProbe(Socket* attempt, ProbeState* state) {
   return Status::Ok();
 }
 
-Status Probe(const std::string& address, Deadline deadline, bool* alive, Socket* connected) {
-  *alive = false;
+Status Probe(const std::string& address, Deadline deadline, ProbeState* state, Socket* connected) {
   Socket attempt;
-  ProbeState state;
-  CHORUS_RETURN_IF_ERROR(StartProbe(address, &attempt, &state));
-  if (state == ProbeState::kPending) {
+  CHORUS_RETURN_IF_ERROR(StartProbe(address, &attempt, state));
+  if (*state == ProbeState::kPending) {
     // Unreachable only after the whole window: the caller's deadline
-    // cutting it short decides nothing (a live rank is not taken for dead).
+    // cutting it short is a timeout, not an answer.
     const bool whole_window = deadline.RemainingMs() > kProbeWindowMs;
     const Deadline window = whole_window ? Deadline::AfterMs(kProbeWindowMs) : deadline;
     if (!attempt.WaitFor(POLLOUT, window, "probing").ok()) {
       if (!whole_window) return TimeoutError("probing ", address, ": the deadline passed before it answered");
-      return Status::Ok();  // unreachable
+      *state = ProbeState::kUnreachable;
+      return Status::Ok();
     }
-    CHORUS_RETURN_IF_ERROR(FinishProbe(&attempt, &state));
+    CHORUS_RETURN_IF_ERROR(FinishProbe(&attempt, state));
   }
-  if (state != ProbeState::kConnected) return Status::Ok();  // refused, reset, unreachable: gone
-  *connected = std::move(attempt);
-  *alive = true;
+  if (*state == ProbeState::kConnected) *connected = std::move(attempt);
   return Status::Ok();
 }
 
