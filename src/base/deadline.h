@@ -29,4 +29,7 @@ class Deadline {
   Clock::time_point at_;
 };
 
+// The earlier of two deadlines.
+inline Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
+
 }  // namespace chorus

@@ -33,8 +33,6 @@ struct Joiner {
   std::string blob;
 };
 
-Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
-
 AcceptorOptions RootAcceptorOptions() {
   AcceptorOptions options;
   options.purpose = ConnectionPurpose::kRendezvous;

@@ -29,8 +29,6 @@ struct Rescan {
   bool pass_over = false;
 };
 
-Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
-
 // Joins the root candidate on `socket`. Sets `rescan` when the candidate
 // went away (or dropped us) before answering, or is not shrinking now: the
 // caller scans again. Otherwise the result is final.

@@ -32,8 +32,6 @@ enum class Member {
 constexpr int kAcceptSliceMs = 50;
 constexpr int kProbeEveryMs = 100;
 
-Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
-
 // True when the joiner hung up (it sends nothing after its request, so any
 // readable event is EOF or an error).
 bool HungUp(const Socket& socket) {

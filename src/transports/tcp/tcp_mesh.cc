@@ -17,8 +17,6 @@ constexpr int kAcceptSliceMs = 100;
 constexpr int kProbeLatePeersAfterMs = 500;
 constexpr int kProbeLatePeersEveryMs = 250;
 
-Deadline Sooner(Deadline a, Deadline b) { return a.time_point() < b.time_point() ? a : b; }
-
 Status ConnectLanes(const TcpOptions& options, int peer, const std::string& address, Deadline deadline,
                     std::vector<Socket>* lanes) {
   SocketAddress target;
