@@ -11,8 +11,9 @@
 // PMPI_Iprobe every 100 us until the wait ends. The program's thread is
 // inside an MPI call meanwhile, so MPI still sees one call at a time (the
 // watch's exit waits for a probe in flight); Open MPI does not mind which
-// thread that is. Short waits cost two atomic increments and an
-// uncontended lock. CHORUS_MPI_PROGRESS=0 turns the helper off.
+// thread that is. A short wait costs two uncontended atomic
+// read-modify-writes and a load, no lock. CHORUS_MPI_PROGRESS=0 turns the
+// helper off.
 #pragma once
 
 namespace chorus_mpi {

@@ -7,9 +7,11 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "interpose/mpi/type_map.h"
 
@@ -37,8 +39,10 @@ struct Settings {
     if (!max.empty()) max_comms = std::atoi(max.c_str());
     std::string debug = Env("CHORUS_DEBUG");
     for (char& c : debug) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (debug == "NONE") level = Level::kNone;
-    else if (debug == "INFO" || debug == "TRACE") level = Level::kInfo;
+    if (debug == "NONE")
+      level = Level::kNone;
+    else if (debug == "INFO" || debug == "TRACE")
+      level = Level::kInfo;
     std::string subsys = Env("CHORUS_DEBUG_SUBSYS");
     if (!subsys.empty() && ("," + subsys + ",").find(",MPI,") == std::string::npos && level == Level::kInfo) {
       level = Level::kWarn;
@@ -56,9 +60,14 @@ struct Settings {
       gethostname(host, sizeof(host) - 1);
       std::string expanded;
       for (size_t i = 0; i < path.size(); ++i) {
-        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'h') { expanded += host; ++i; }
-        else if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') { expanded += std::to_string(getpid()); ++i; }
-        else expanded += path[i];
+        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'h') {
+          expanded += host;
+          ++i;
+        } else if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') {
+          expanded += std::to_string(getpid());
+          ++i;
+        } else
+          expanded += path[i];
       }
       if (FILE* f = std::fopen(expanded.c_str(), "a")) file = f;
     }
@@ -75,15 +84,47 @@ Settings& Get() {
   return *settings;
 }
 
-struct Counters {
+// Call counts per thread, so that a call adds to its own thread's counters
+// with plain stores (no locked read-modify-write, no line shared between
+// threads); the summary adds up every thread's. Each thread registers its
+// counters once; the registry owns them, so a thread's counts outlive it.
+struct ThreadCounters {
   std::atomic<unsigned long long> served_calls{0}, served_bytes{0};
   std::atomic<unsigned long long> passed_calls{0}, passed_bytes{0};
+};
+
+struct Counters {
   std::atomic<unsigned long long> comms{0};
+  std::mutex mutex;  // guards `threads`
+  std::vector<std::unique_ptr<ThreadCounters>> threads;
+
+  ThreadCounters* Register() {
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.push_back(std::make_unique<ThreadCounters>());
+    return threads.back().get();
+  }
+  // Sum of `field` over every thread.
+  unsigned long long Total(std::atomic<unsigned long long> ThreadCounters::*field) {
+    std::lock_guard<std::mutex> lock(mutex);
+    unsigned long long total = 0;
+    for (const auto& counters : threads) total += ((*counters).*field).load(std::memory_order_relaxed);
+    return total;
+  }
 };
 
 Counters& Stats() {
-  static Counters counters;
-  return counters;
+  static Counters* counters = new Counters();  // never destroyed: used until exit
+  return *counters;
+}
+
+ThreadCounters& MyCounters() {
+  thread_local ThreadCounters* mine = Stats().Register();
+  return *mine;
+}
+
+// Only this thread writes its counters: a load and a store, not an RMW.
+void Add(std::atomic<unsigned long long>& counter, unsigned long long value) {
+  counter.store(counter.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
 }
 
 void VLog(const char* level, const char* format, va_list args) {
@@ -105,8 +146,10 @@ std::string CommLabel(MPI_Comm comm) {
   int size = 0;
   PMPI_Comm_size(comm, &size);
   char label[MPI_MAX_OBJECT_NAME + 64];
-  if (length > 0) std::snprintf(label, sizeof(label), "%s (%d ranks)", name, size);
-  else std::snprintf(label, sizeof(label), "communicator %p (%d ranks)", static_cast<void*>(comm), size);
+  if (length > 0)
+    std::snprintf(label, sizeof(label), "%s (%d ranks)", name, size);
+  else
+    std::snprintf(label, sizeof(label), "communicator %p (%d ranks)", static_cast<void*>(comm), size);
   return label;
 }
 
@@ -149,29 +192,40 @@ void LogInfo(const char* format, ...) {
 
 const char* CallName(Call call) {
   switch (call) {
-    case Call::kAllreduce: return "MPI_Allreduce";
-    case Call::kBcast: return "MPI_Bcast";
-    case Call::kReduce: return "MPI_Reduce";
-    case Call::kAllgather: return "MPI_Allgather";
-    case Call::kReduceScatterBlock: return "MPI_Reduce_scatter_block";
-    case Call::kAlltoall: return "MPI_Alltoall";
-    case Call::kGather: return "MPI_Gather";
-    case Call::kScatter: return "MPI_Scatter";
-    case Call::kBarrier: return "MPI_Barrier";
-    case Call::kIallreduce: return "MPI_Iallreduce";
-    case Call::kIbcast: return "MPI_Ibcast";
+    case Call::kAllreduce:
+      return "MPI_Allreduce";
+    case Call::kBcast:
+      return "MPI_Bcast";
+    case Call::kReduce:
+      return "MPI_Reduce";
+    case Call::kAllgather:
+      return "MPI_Allgather";
+    case Call::kReduceScatterBlock:
+      return "MPI_Reduce_scatter_block";
+    case Call::kAlltoall:
+      return "MPI_Alltoall";
+    case Call::kGather:
+      return "MPI_Gather";
+    case Call::kScatter:
+      return "MPI_Scatter";
+    case Call::kBarrier:
+      return "MPI_Barrier";
+    case Call::kIallreduce:
+      return "MPI_Iallreduce";
+    case Call::kIbcast:
+      return "MPI_Ibcast";
   }
   return "?";
 }
 
 void NoteCall(Call call, MPI_Comm comm, const Shape& shape, size_t bytes, const char* fallback_reason) {
-  Counters& stats = Stats();
+  ThreadCounters& mine = MyCounters();
   if (fallback_reason == nullptr) {
-    stats.served_calls.fetch_add(1, std::memory_order_relaxed);
-    stats.served_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    Add(mine.served_calls, 1);
+    Add(mine.served_bytes, bytes);
   } else {
-    stats.passed_calls.fetch_add(1, std::memory_order_relaxed);
-    stats.passed_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    Add(mine.passed_calls, 1);
+    Add(mine.passed_bytes, bytes);
   }
   if (!InfoEnabled()) return;
 
@@ -207,9 +261,10 @@ void LogSummary() {
     return;
   }
   Counters& stats = Stats();
-  LogInfo("rank %d: Chorus served %llu calls (%s), %llu calls (%s) passed to MPI; %llu Chorus communicators",
-          rank, stats.served_calls.load(), Human(stats.served_bytes.load()).c_str(), stats.passed_calls.load(),
-          Human(stats.passed_bytes.load()).c_str(), stats.comms.load());
+  LogInfo("rank %d: Chorus served %llu calls (%s), %llu calls (%s) passed to MPI; %llu Chorus communicators", rank,
+          stats.Total(&ThreadCounters::served_calls), Human(stats.Total(&ThreadCounters::served_bytes)).c_str(),
+          stats.Total(&ThreadCounters::passed_calls), Human(stats.Total(&ThreadCounters::passed_bytes)).c_str(),
+          stats.comms.load());
 }
 
 }  // namespace chorus_mpi
