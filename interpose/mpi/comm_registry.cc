@@ -39,17 +39,19 @@ int DeleteCallback(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-std::once_flag keyval_once;
 int keyval = MPI_KEYVAL_INVALID;
 
+// Made at the first call (after MPI_Init). A function-local static, not
+// std::call_once, which writes two thread-locals on every call.
 int Keyval() {
-  std::call_once(keyval_once, [] {
+  static const int made = [] {
     // MPI_COMM_NULL_COPY_FN: a duplicate gets its own Chorus communicator.
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, DeleteCallback, &keyval, nullptr) != MPI_SUCCESS) {
       keyval = MPI_KEYVAL_INVALID;
     }
-  });
-  return keyval;
+    return keyval;
+  }();
+  return made;
 }
 
 // Why a rank would rather not make a Chorus communicator; the ranks agree

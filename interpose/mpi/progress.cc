@@ -77,15 +77,17 @@ struct Helper {
 };
 
 Helper* helper = nullptr;
-std::once_flag start_once;
 
+// Starts the helper at the first watched wait. A function-local static, not
+// std::call_once, which writes two thread-locals on every call.
 Helper* Started() {
-  std::call_once(start_once, [] {
-    if (!ProgressHelperEnabled()) return;
+  static Helper* const started = [] {
+    if (!ProgressHelperEnabled()) return static_cast<Helper*>(nullptr);
     helper = new Helper();  // never freed: the thread may outlive MPI_Finalize's caller
     std::thread([] { helper->Run(); }).detach();
-  });
-  return helper;
+    return helper;
+  }();
+  return started;
 }
 
 }  // namespace

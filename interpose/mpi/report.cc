@@ -39,10 +39,8 @@ struct Settings {
     if (!max.empty()) max_comms = std::atoi(max.c_str());
     std::string debug = Env("CHORUS_DEBUG");
     for (char& c : debug) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (debug == "NONE")
-      level = Level::kNone;
-    else if (debug == "INFO" || debug == "TRACE")
-      level = Level::kInfo;
+    if (debug == "NONE") level = Level::kNone;
+    else if (debug == "INFO" || debug == "TRACE") level = Level::kInfo;
     std::string subsys = Env("CHORUS_DEBUG_SUBSYS");
     if (!subsys.empty() && ("," + subsys + ",").find(",MPI,") == std::string::npos && level == Level::kInfo) {
       level = Level::kWarn;
@@ -60,14 +58,9 @@ struct Settings {
       gethostname(host, sizeof(host) - 1);
       std::string expanded;
       for (size_t i = 0; i < path.size(); ++i) {
-        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'h') {
-          expanded += host;
-          ++i;
-        } else if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') {
-          expanded += std::to_string(getpid());
-          ++i;
-        } else
-          expanded += path[i];
+        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'h') { expanded += host; ++i; }
+        else if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') { expanded += std::to_string(getpid()); ++i; }
+        else expanded += path[i];
       }
       if (FILE* f = std::fopen(expanded.c_str(), "a")) file = f;
     }

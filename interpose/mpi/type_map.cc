@@ -1,7 +1,6 @@
 #include "interpose/mpi/type_map.h"
 
-#include <mutex>
-#include <unordered_map>
+#include <vector>
 
 namespace chorus_mpi {
 namespace {
@@ -139,31 +138,46 @@ bool Describe(const Candidate& candidate, TypeInfo* info) {
   return true;
 }
 
-const std::unordered_map<MPI_Datatype, TypeInfo>& Table() {
-  static std::once_flag once;
-  static std::unordered_map<MPI_Datatype, TypeInfo>* table = nullptr;
-  std::call_once(once, [] {
-    table = new std::unordered_map<MPI_Datatype, TypeInfo>();
+struct Entry {
+  MPI_Datatype type;
+  TypeInfo info;
+};
+
+// The predefined types in kCandidates order (the common ones first), built
+// at the first lookup (after MPI_Init). A function-local static, not
+// std::call_once: every served call looks types up, and libstdc++'s
+// call_once writes two thread-locals before it even checks the flag.
+const std::vector<Entry>& Table() {
+  static const std::vector<Entry>* table = [] {
+    auto* entries = new std::vector<Entry>();  // never destroyed: used until exit
     for (const Candidate& candidate : kCandidates) {
-      TypeInfo info{};
-      if (Describe(candidate, &info)) table->emplace(candidate.type, info);  // first name wins
+      Entry entry{candidate.type, TypeInfo{}};
+      bool seen = false;  // first name wins (MPI_LONG_LONG_INT is MPI_LONG_LONG)
+      for (const Entry& other : *entries) seen = seen || other.type == candidate.type;
+      if (!seen && Describe(candidate, &entry.info)) entries->push_back(entry);
     }
-  });
+    return entries;
+  }();
   return *table;
 }
 
 }  // namespace
 
+// A scan: a few dozen handles, the common types first, beats hashing here.
 const TypeInfo* LookupType(MPI_Datatype type) {
-  const auto& table = Table();
-  auto found = table.find(type);
-  return found == table.end() ? nullptr : &found->second;
+  for (const Entry& entry : Table()) {
+    if (entry.type == type) return &entry.info;
+  }
+  return nullptr;
 }
 
 const char* MapReduction(MPI_Datatype type, MPI_Op op, Reduction* out) {
   const OpEntry* op_entry = nullptr;
   for (const OpEntry& entry : kOps) {
-    if (entry.op == op) op_entry = &entry;
+    if (entry.op == op) {
+      op_entry = &entry;
+      break;
+    }
   }
   if (op_entry == nullptr) return "user-defined op";
   if (!op_entry->served) return "op without a Chorus equivalent";
