@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "sim/cost_model.h"
@@ -13,14 +12,10 @@ namespace chorus::sim {
 
 namespace {
 
-bool FindAlgorithm(Collective coll, const char* name, Algorithm* algo) {
-  for (Algorithm candidate : AlgorithmsSupporting(coll)) {
-    if (std::strcmp(AlgorithmName(candidate), name) == 0) {
-      *algo = candidate;
-      return true;
-    }
-  }
-  return false;
+// `algo` itself when an allreduce can run it (the descriptor table says
+// so), else nullptr: the column is then a dash.
+const Algorithm* IfAllReduce(const Algorithm& algo) {
+  return Supports(algo, Collective::kAllReduce) ? &algo : nullptr;
 }
 
 std::string SimulatedOrDash(const SimFlags& flags, const Algorithm* algo, int nranks, Status* status) {
@@ -41,11 +36,9 @@ void PrintHeader(const char* title, const SimFlags& flags) {
 // FireCaffe Figure 4: PS time grows with p, the reduction tree with log p.
 Status RunFireCaffe(const SimFlags& flags) {
   PrintHeader("FireCaffe Fig. 4, allreduce of the gradient", flags);
-  Algorithm ps{}, tree{}, ring{};
-  const bool has_ps = FindAlgorithm(Collective::kAllReduce, "ps", &ps);
-  const bool has_tree = FindAlgorithm(Collective::kAllReduce, "tree", &tree);
-  const bool has_ring = FindAlgorithm(Collective::kAllReduce, "ring", &ring);
-  if (!has_ps) std::printf("# note: no \"ps\" algorithm in this build; the PS columns are the analytic model only\n");
+  static constexpr Algorithm kPs = Algorithm::kParameterServer, kTree = Algorithm::kTree, kRing = Algorithm::kRing;
+  const Algorithm* ps = IfAllReduce(kPs);
+  if (ps == nullptr) std::printf("# note: no \"ps\" algorithm in this build; the PS columns are the analytic model only\n");
   std::printf("%6s %12s %12s %12s %12s %12s\n", "ranks", "ps sim", "ps model", "tree sim", "tree model", "ring sim");
   for (int nranks : flags.ranks) {
     ClusterModel cluster;
@@ -58,11 +51,11 @@ Status RunFireCaffe(const SimFlags& flags) {
     AnalyticTime(Algorithm::kTree, call, whole, &tree_model);
     const double ps_model = ParameterServerAllReduceTime(nranks, static_cast<double>(flags.bytes), whole);
     Status status;
-    const std::string ps_sim = SimulatedOrDash(flags, has_ps ? &ps : nullptr, nranks, &status);
+    const std::string ps_sim = SimulatedOrDash(flags, ps, nranks, &status);
     CHORUS_RETURN_IF_ERROR(status);
-    const std::string tree_sim = SimulatedOrDash(flags, has_tree ? &tree : nullptr, nranks, &status);
+    const std::string tree_sim = SimulatedOrDash(flags, IfAllReduce(kTree), nranks, &status);
     CHORUS_RETURN_IF_ERROR(status);
-    const std::string ring_sim = SimulatedOrDash(flags, has_ring ? &ring : nullptr, nranks, &status);
+    const std::string ring_sim = SimulatedOrDash(flags, IfAllReduce(kRing), nranks, &status);
     CHORUS_RETURN_IF_ERROR(status);
     std::printf("%6d %12s %12s %12s %12s %12s\n", nranks, ps_sim.c_str(), FormatSeconds(ps_model).c_str(),
                 tree_sim.c_str(), FormatSeconds(tree_model).c_str(), ring_sim.c_str());
