@@ -91,7 +91,7 @@ if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
   echo "=== tsan: threaded shm, TCP and API tests under ThreadSanitizer"
   start=$SECONDS
   CHORUS_SANITIZE_LAYERS="transports api" \
-    CHORUS_SANITIZE_FILTER='/(shm_transport|tcp_transport|heartbeat|concurrent_comms|p2p)_test$' \
+    CHORUS_SANITIZE_FILTER='/(shm_transport|tcp_transport|heartbeat|concurrent_comms|p2p|silent_peer|revoke|unauthenticated_connections)_test$' \
     scripts/sanitize.sh tsan 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   summary=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)

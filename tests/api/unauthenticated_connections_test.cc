@@ -7,16 +7,14 @@
 // threads over TCP on loopback.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -35,31 +33,54 @@ using Clock = std::chrono::steady_clock;
 constexpr int kRanks = 4;
 constexpr double kAllowedExtraSeconds = 2.0;
 
-// "127.0.0.1:port" of every listening TCP socket of this process.
-std::set<std::string> ListeningAddresses() {
-  std::set<std::string> found;
+// Inodes of this process's sockets, from the /proc/self/fd links. Read by
+// path (readlink), never through the descriptors: library threads open and
+// close sockets meanwhile, and an fstat of one racing its close is a race
+// that ThreadSanitizer reports.
+std::set<unsigned long> SocketInodes() {
+  std::set<unsigned long> inodes;
   DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return found;
+  if (dir == nullptr) return inodes;
   while (const dirent* entry = ::readdir(dir)) {
     if (entry->d_name[0] == '.') continue;
-    const int fd = std::atoi(entry->d_name);
-    struct stat info;
-    if (::fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
-    int listening = 0;
-    socklen_t length = sizeof(listening);
-    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || !listening) continue;
-    sockaddr_storage local = {};
-    socklen_t local_length = sizeof(local);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) continue;
-    if (local.ss_family == AF_INET) {
-      const auto* v4 = reinterpret_cast<const sockaddr_in*>(&local);
-      found.insert("127.0.0.1:" + std::to_string(ntohs(v4->sin_port)));
-    } else if (local.ss_family == AF_INET6) {
-      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&local);
-      found.insert("[::1]:" + std::to_string(ntohs(v6->sin6_port)));
-    }
+    const std::string path = std::string("/proc/self/fd/") + entry->d_name;
+    char target[64] = {};
+    const ssize_t length = ::readlink(path.c_str(), target, sizeof(target) - 1);
+    unsigned long inode = 0;
+    if (length > 0 && std::sscanf(target, "socket:[%lu]", &inode) == 1) inodes.insert(inode);
   }
   ::closedir(dir);
+  return inodes;
+}
+
+// Adds "<loopback>:port" for every listening socket of `table`
+// (/proc/self/net/tcp or tcp6) whose inode is in `ours`.
+void AddListeners(const char* table, const char* loopback, const std::set<unsigned long>& ours,
+                  std::set<std::string>* found) {
+  FILE* file = std::fopen(table, "r");
+  if (file == nullptr) return;
+  char line[512];
+  std::fgets(line, sizeof(line), file);  // the header
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+    char local[64] = {}, state[8] = {};
+    unsigned long inode = 0;
+    if (std::sscanf(line, "%*s %63s %*s %7s %*s %*s %*s %*s %*s %lu", local, state, &inode) != 3) continue;
+    if (std::string(state) != "0A" || ours.count(inode) == 0) continue;  // 0A: LISTEN
+    const char* colon = std::strrchr(local, ':');
+    if (colon == nullptr) continue;
+    const unsigned long port = std::strtoul(colon + 1, nullptr, 16);
+    found->insert(std::string(loopback) + ":" + std::to_string(port));
+  }
+  std::fclose(file);
+}
+
+// "127.0.0.1:port" of every listening TCP socket of this process.
+std::set<std::string> ListeningAddresses() {
+  const std::set<unsigned long> ours = SocketInodes();
+  std::set<std::string> found;
+  AddListeners("/proc/self/net/tcp", "127.0.0.1", ours, &found);
+  AddListeners("/proc/self/net/tcp6", "[::1]", ours, &found);
   return found;
 }
 
