@@ -44,7 +44,7 @@ struct BoundMemory {
   MemoryHandle scratch;
 };
 
-struct ExecutionState;  // executor.cc
+struct ExecutionState;  // core/execution.h
 
 // The executor's per-launch working memory (step states, dependency and
 // chunk tables, per-peer channels and their slots), kept between launches so
