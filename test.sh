@@ -64,23 +64,31 @@ if [ "${#tests[@]}" -eq 0 ]; then
   echo "no *_test executables under $CHORUS_BUILD_DIR/tests"
 fi
 
-# The core, transport and API tests again under AddressSanitizer + UBSan
-# (scripts/sanitize.sh builds only them, in build-asan/). Each binary counts
-# as one test: it fails on a non-zero exit or on any sanitizer report, a
-# forked child's included. CHORUS_TEST_SANITIZERS=0 skips the stage.
-if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
-  echo "=== sanitizers: core, transports and api tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
-  start=$SECONDS
-  CHORUS_SANITIZE_LAYERS="core transports api" scripts/sanitize.sh asan 2>&1 | tee "$log"
+# A stage whose last "N passed, M failed" line is its tally (each binary one
+# test): runs the command, adds the tally to the totals, and counts a
+# non-zero exit with no failure in it as one failure.
+run_stage() {
+  local name=$1 start=$SECONDS rc summary p f
+  shift
+  "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   summary=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
   read -r p f <<<"${summary:-0 0}"
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     f=1
   fi
-  echo "=== sanitizers: $p passed, $f failed ($((SECONDS - start)) s)"
+  echo "=== $name: $p passed, $f failed ($((SECONDS - start)) s)"
   passed=$((passed + p))
   failed=$((failed + f))
+}
+
+# The core, transport and API tests again under AddressSanitizer + UBSan
+# (scripts/sanitize.sh builds only them, in build-asan/). Each binary counts
+# as one test: it fails on a non-zero exit or on any sanitizer report, a
+# forked child's included. CHORUS_TEST_SANITIZERS=0 skips the stage.
+if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
+  echo "=== sanitizers: core, transports and api tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
+  run_stage sanitizers env CHORUS_SANITIZE_LAYERS="core transports api" scripts/sanitize.sh asan
 fi
 
 # Ranks as threads over shared memory and TCP under ThreadSanitizer: the
@@ -89,36 +97,15 @@ fi
 # CHORUS_TEST_SANITIZERS=0 skips this stage too.
 if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
   echo "=== tsan: threaded shm, TCP and API tests under ThreadSanitizer"
-  start=$SECONDS
-  CHORUS_SANITIZE_LAYERS="transports api" \
+  run_stage tsan env CHORUS_SANITIZE_LAYERS="transports api" \
     CHORUS_SANITIZE_FILTER='/(shm_transport|tcp_transport|heartbeat|concurrent_comms|p2p|silent_peer|revoke|unauthenticated_connections)_test$' \
-    scripts/sanitize.sh tsan 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  summary=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
-  read -r p f <<<"${summary:-0 0}"
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    f=1
-  fi
-  echo "=== tsan: $p passed, $f failed ($((SECONDS - start)) s)"
-  passed=$((passed + p))
-  failed=$((failed + f))
+    scripts/sanitize.sh tsan
 fi
 
 # The verbs transport's device tests on a soft-RoCE device in a qemu guest
 # (docs/rdma.md); one "rdma-vm: skipped (<why>)" line where no guest can be
 # had. CHORUS_RDMA_VM=0 skips them.
 echo "=== rdma: verbs tests in the soft-RoCE guest (CHORUS_RDMA_VM=0 skips them)"
-start=$SECONDS
-CHORUS_RDMA_VM_TIMEOUT=$TEST_TIMEOUT_S scripts/rdma-vm-tests.sh "$CHORUS_BUILD_DIR/tests/transports/ibverbs_transport_test" \
-  "$CHORUS_BUILD_DIR/tests/api/ibverbs_selection_test" \
-  2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-summary=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
-read -r p f <<<"${summary:-0 0}"
-if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-  f=1
-fi
-echo "=== rdma: $p passed, $f failed ($((SECONDS - start)) s)"
-passed=$((passed + p))
-failed=$((failed + f))
+run_stage rdma env CHORUS_RDMA_VM_TIMEOUT="$TEST_TIMEOUT_S" scripts/rdma-vm-tests.sh \
+  "$CHORUS_BUILD_DIR/tests/transports/ibverbs_transport_test" "$CHORUS_BUILD_DIR/tests/api/ibverbs_selection_test"
 finish
