@@ -33,7 +33,7 @@ struct Helper {
   std::condition_variable wake;  // stop
   bool stop = false;             // under sleep_mutex
 
-  static unsigned long long Inside(unsigned long long waits) { return waits & kInsideMask; }
+  static unsigned long long Inside(unsigned long long word) { return word & kInsideMask; }
 
   // One PMPI_Iprobe, unless every watched wait ended or MPI is finalizing.
   void Probe() {

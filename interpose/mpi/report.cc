@@ -139,10 +139,8 @@ std::string CommLabel(MPI_Comm comm) {
   int size = 0;
   PMPI_Comm_size(comm, &size);
   char label[MPI_MAX_OBJECT_NAME + 64];
-  if (length > 0)
-    std::snprintf(label, sizeof(label), "%s (%d ranks)", name, size);
-  else
-    std::snprintf(label, sizeof(label), "communicator %p (%d ranks)", static_cast<void*>(comm), size);
+  if (length > 0) std::snprintf(label, sizeof(label), "%s (%d ranks)", name, size);
+  else std::snprintf(label, sizeof(label), "communicator %p (%d ranks)", static_cast<void*>(comm), size);
   return label;
 }
 
@@ -185,28 +183,17 @@ void LogInfo(const char* format, ...) {
 
 const char* CallName(Call call) {
   switch (call) {
-    case Call::kAllreduce:
-      return "MPI_Allreduce";
-    case Call::kBcast:
-      return "MPI_Bcast";
-    case Call::kReduce:
-      return "MPI_Reduce";
-    case Call::kAllgather:
-      return "MPI_Allgather";
-    case Call::kReduceScatterBlock:
-      return "MPI_Reduce_scatter_block";
-    case Call::kAlltoall:
-      return "MPI_Alltoall";
-    case Call::kGather:
-      return "MPI_Gather";
-    case Call::kScatter:
-      return "MPI_Scatter";
-    case Call::kBarrier:
-      return "MPI_Barrier";
-    case Call::kIallreduce:
-      return "MPI_Iallreduce";
-    case Call::kIbcast:
-      return "MPI_Ibcast";
+    case Call::kAllreduce: return "MPI_Allreduce";
+    case Call::kBcast: return "MPI_Bcast";
+    case Call::kReduce: return "MPI_Reduce";
+    case Call::kAllgather: return "MPI_Allgather";
+    case Call::kReduceScatterBlock: return "MPI_Reduce_scatter_block";
+    case Call::kAlltoall: return "MPI_Alltoall";
+    case Call::kGather: return "MPI_Gather";
+    case Call::kScatter: return "MPI_Scatter";
+    case Call::kBarrier: return "MPI_Barrier";
+    case Call::kIallreduce: return "MPI_Iallreduce";
+    case Call::kIbcast: return "MPI_Ibcast";
   }
   return "?";
 }
