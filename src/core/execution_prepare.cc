@@ -114,22 +114,16 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     // Slots are idle after every launch that succeeded; after a failure the
     // transport was shut down and let go of their requests. Posting a chunk
     // sets the rest of a slot.
-    channel->send_slots.resize(slots);
-    channel->recv_slots.resize(slots);
-    for (Slot& slot : channel->send_slots) {
-      slot.busy = false;
-      slot.staging = nullptr;
-      if (!channel->send_needs_staging) continue;
-      slot.staging = staging;
-      staging += max_chunk;
-    }
-    for (Slot& slot : channel->recv_slots) {
-      slot.busy = false;
-      slot.staging = nullptr;
-      if (!channel->recv_needs_staging) continue;
-      slot.staging = staging;
-      staging += max_chunk;
-    }
+    const auto reset = [&](std::vector<Slot>& direction, bool needs_staging) {
+      direction.resize(slots);
+      for (Slot& slot : direction) {
+        slot.busy = false;
+        slot.staging = needs_staging ? staging : nullptr;
+        if (needs_staging) staging += max_chunk;
+      }
+    };
+    reset(channel->send_slots, channel->send_needs_staging);
+    reset(channel->recv_slots, channel->recv_needs_staging);
   }
   return Status::Ok();
 }
