@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "chorus_build_config.h"
+#include "tests/transports/transport_test_util.h"
 #include "transports/transport_registry.h"
 #if CHORUS_HAVE_IBVERBS
 #include <infiniband/verbs.h>
@@ -31,7 +32,12 @@ namespace {
 
 #if CHORUS_HAVE_IBVERBS
 
+// Longer than the other transports' tests: soft-RoCE is emulated.
 constexpr int kTestTimeoutMs = 30000;
+
+using transport_test::DestroyTogether;
+using transport_test::ForEachRank;
+using transport_test::Pattern;
 
 // Why the device tests cannot run here, or empty.
 std::string NoDeviceReason() {
@@ -58,53 +64,16 @@ IbOptions Options(int rank, int nranks) {
 }
 
 std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks) {
-  std::vector<std::unique_ptr<Transport>> transports(nranks);
-  std::vector<std::string> addresses;
-  for (int rank = 0; rank < nranks; ++rank) {
-    const Status created = CreateIbTransport(Options(rank, nranks), &transports[rank]);
-    EXPECT_TRUE(created.ok()) << created.message();
-    if (!created.ok()) return {};
-    addresses.push_back(transports[rank]->LocalAddress());
-  }
-  std::vector<Status> results(nranks);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) {
-    threads.emplace_back(
-        [&, rank] { results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs)); });
-  }
-  for (auto& thread : threads) thread.join();
-  for (const Status& status : results) {
-    EXPECT_TRUE(status.ok()) << status.message();
-    if (!status.ok()) return {};
-  }
-  return transports;
-}
-
-void DestroyTogether(std::vector<std::unique_ptr<Transport>>* transports) {
-  std::vector<std::thread> threads;
-  for (auto& transport : *transports) threads.emplace_back([&transport] { transport.reset(); });
-  for (auto& thread : threads) thread.join();
+  return transport_test::ConnectedMesh(
+      nranks,
+      [nranks](int rank, std::unique_ptr<Transport>* transport) {
+        return CreateIbTransport(Options(rank, nranks), transport);
+      },
+      kTestTimeoutMs);
 }
 
 Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests, int timeout_ms = kTestTimeoutMs) {
-  const Deadline deadline = Deadline::AfterMs(timeout_ms);
-  while (true) {
-    bool all_done = true;
-    for (const TransferRequest* request : requests) all_done = all_done && request->done;
-    if (all_done) return Status::Ok();
-    if (deadline.Expired()) return TimeoutError("test requests did not finish");
-    CHORUS_RETURN_IF_ERROR(transport->Progress(10));
-  }
-}
-
-void ForEachRank(int nranks, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
-}
-
-uint8_t Pattern(int from, int to, size_t index) {
-  return static_cast<uint8_t>(from * 31 + to * 7 + index * 13 + (index >> 9));
+  return transport_test::WaitAll(transport, requests, timeout_ms);
 }
 
 const std::vector<size_t> kSizes = {0, 1, 13, 4096, 65536 - 64, 65536 - 63, 65536 + 7, 1 << 20, 8 << 20};

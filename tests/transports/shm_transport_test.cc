@@ -32,25 +32,16 @@ std::vector<std::unique_ptr<Transport>> CreateAll(int nranks, const ShmTuning& t
   return transports;
 }
 
-void ForEachRank(int nranks, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
-}
-
+// Creates and connects `nranks` transports; each unlinks its segment once
+// every peer has mapped it.
 std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, const ShmTuning& tuning = ShmTuning()) {
-  std::vector<std::string> addresses;
-  auto transports = CreateAll(nranks, tuning, &addresses);
-  if (transports.empty()) return {};
-  std::vector<Status> results(nranks);
-  ForEachRank(nranks, [&](int rank) {
-    results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
-  });
-  for (const Status& status : results) {
-    EXPECT_TRUE(status.ok()) << status.message();
-    if (!status.ok()) return {};
+  auto transports =
+      transport_test::ConnectedMesh(nranks, [nranks, &tuning](int rank, std::unique_ptr<Transport>* transport) {
+        return CreateShmTransport(Options(rank, nranks), transport, tuning);
+      });
+  for (const auto& transport : transports) {
+    EXPECT_FALSE(SegmentExists(SegmentName(transport->LocalAddress()))) << transport->LocalAddress();
   }
-  for (const std::string& address : addresses) EXPECT_FALSE(SegmentExists(SegmentName(address))) << address;
   return transports;
 }
 

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "base/config.h"
+#include "tests/transports/transport_test_util.h"
 #include "chorus/chorus.h"
 #include "transports/tcp/tcp_lane.h"
 #include "transports/tcp/tcp_transport.h"
@@ -58,11 +59,7 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-void ForEachRank(int nranks, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
-}
+using transport_test::ForEachRank;
 
 // net.ipv4.tcp_rmem's default: what an autotuned socket starts with.
 int DefaultReceiveBuffer() {

@@ -10,12 +10,16 @@
 #include <gtest/gtest.h>
 
 #include "tests/transports/intruders.h"
+#include "tests/transports/transport_test_util.h"
 #include "transports/socket/handshake.h"
 
 namespace chorus {
 namespace {
 
-constexpr int kTestTimeoutMs = 20000;
+using transport_test::ForEachRank;
+using transport_test::kTestTimeoutMs;
+using transport_test::Pattern;
+using transport_test::WaitAll;
 
 TcpOptions Options(int rank, int nranks, int nsocks) {
   TcpOptions options;
@@ -29,49 +33,9 @@ TcpOptions Options(int rank, int nranks, int nsocks) {
 
 // Creates and connects `nranks` transports, one thread per rank.
 std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, int nsocks) {
-  std::vector<std::unique_ptr<Transport>> transports(nranks);
-  std::vector<std::string> addresses;
-  for (int rank = 0; rank < nranks; ++rank) {
-    Status created = CreateTcpTransport(Options(rank, nranks, nsocks), &transports[rank]);
-    EXPECT_TRUE(created.ok()) << created.message();
-    if (!created.ok()) return {};
-    addresses.push_back(transports[rank]->LocalAddress());
-  }
-  std::vector<Status> results(nranks);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) {
-    threads.emplace_back(
-        [&, rank] { results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs)); });
-  }
-  for (auto& thread : threads) thread.join();
-  for (const Status& status : results) {
-    EXPECT_TRUE(status.ok()) << status.message();
-    if (!status.ok()) return {};
-  }
-  return transports;
-}
-
-// Drives Progress until every request is done.
-Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests, int timeout_ms = kTestTimeoutMs) {
-  const Deadline deadline = Deadline::AfterMs(timeout_ms);
-  while (true) {
-    bool all_done = true;
-    for (const TransferRequest* request : requests) all_done = all_done && request->done;
-    if (all_done) return Status::Ok();
-    if (deadline.Expired()) return TimeoutError("test requests did not finish");
-    CHORUS_RETURN_IF_ERROR(transport->Progress(10));
-  }
-}
-
-// Runs body(rank) for every rank in its own thread.
-void ForEachRank(int nranks, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
-}
-
-uint8_t Pattern(int from, int to, size_t index) {
-  return static_cast<uint8_t>(from * 31 + to * 7 + index * 13 + (index >> 9));
+  return transport_test::ConnectedMesh(nranks, [nranks, nsocks](int rank, std::unique_ptr<Transport>* transport) {
+    return CreateTcpTransport(Options(rank, nranks, nsocks), transport);
+  });
 }
 
 // Every rank sends every message size to every other rank, all in flight at

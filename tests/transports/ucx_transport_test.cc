@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "chorus_build_config.h"
+#include "tests/transports/transport_test_util.h"
 #include "transports/transport_registry.h"
 #if CHORUS_HAVE_UCX
 #include "transports/ucx/ucx_address.h"
@@ -29,7 +30,11 @@ namespace {
 
 #if CHORUS_HAVE_UCX
 
-constexpr int kTestTimeoutMs = 20000;
+using transport_test::DestroyTogether;
+using transport_test::ForEachRank;
+using transport_test::kTestTimeoutMs;
+using transport_test::Pattern;
+using transport_test::WaitAll;
 
 UcxOptions Options(int rank, int nranks, const std::string& tls) {
   UcxOptions options;
@@ -41,56 +46,9 @@ UcxOptions Options(int rank, int nranks, const std::string& tls) {
 
 // Creates and connects `nranks` transports in this process, one thread per rank.
 std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, const std::string& tls = "") {
-  std::vector<std::unique_ptr<Transport>> transports(nranks);
-  std::vector<std::string> addresses;
-  for (int rank = 0; rank < nranks; ++rank) {
-    Status created = CreateUcxTransport(Options(rank, nranks, tls), &transports[rank]);
-    EXPECT_TRUE(created.ok()) << created.message();
-    if (!created.ok()) return {};
-    addresses.push_back(transports[rank]->LocalAddress());
-  }
-  std::vector<Status> results(nranks);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) {
-    threads.emplace_back(
-        [&, rank] { results[rank] = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs)); });
-  }
-  for (auto& thread : threads) thread.join();
-  for (const Status& status : results) {
-    EXPECT_TRUE(status.ok()) << status.message();
-    if (!status.ok()) return {};
-  }
-  return transports;
-}
-
-// Destroys the transports at once, one thread each, as ranks do: each
-// flushes its endpoints on the way out, which needs the peers to progress.
-void DestroyTogether(std::vector<std::unique_ptr<Transport>>* transports) {
-  std::vector<std::thread> threads;
-  for (auto& transport : *transports) threads.emplace_back([&transport] { transport.reset(); });
-  for (auto& thread : threads) thread.join();
-}
-
-// Drives Progress until every request is done.
-Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests, int timeout_ms = kTestTimeoutMs) {
-  const Deadline deadline = Deadline::AfterMs(timeout_ms);
-  while (true) {
-    bool all_done = true;
-    for (const TransferRequest* request : requests) all_done = all_done && request->done;
-    if (all_done) return Status::Ok();
-    if (deadline.Expired()) return TimeoutError("test requests did not finish");
-    CHORUS_RETURN_IF_ERROR(transport->Progress(10));
-  }
-}
-
-void ForEachRank(int nranks, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
-}
-
-uint8_t Pattern(int from, int to, size_t index) {
-  return static_cast<uint8_t>(from * 31 + to * 7 + index * 13 + (index >> 9));
+  return transport_test::ConnectedMesh(nranks, [nranks, &tls](int rank, std::unique_ptr<Transport>* transport) {
+    return CreateUcxTransport(Options(rank, nranks, tls), transport);
+  });
 }
 
 const std::vector<size_t> kSizes = {0, 1, 13, 4096, 65536 + 7, 1 << 20, 4 << 20};
