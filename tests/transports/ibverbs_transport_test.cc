@@ -81,58 +81,7 @@ const std::vector<size_t> kSizes = {0, 1, 13, 4096, 65536 - 64, 65536 - 63, 6553
 // Every size to and from every other rank, all in flight at once; with
 // `registered`, the send buffers are registered (written in place).
 Status ExchangeAllSizes(Transport* transport, int rank, int nranks, bool registered) {
-  std::vector<std::vector<uint8_t>> send_buffers, recv_buffers;
-  std::vector<TransferRequest> requests(2 * kSizes.size() * nranks);
-  std::vector<MemoryHandle> handles;
-  std::vector<TransferRequest*> pending;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t size : kSizes) {
-      send_buffers.emplace_back(size);
-      for (size_t i = 0; i < size; ++i) send_buffers.back()[i] = Pattern(rank, peer, i);
-      recv_buffers.emplace_back(size, 0xEE);
-    }
-  }
-  size_t next = 0, buffer = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t s = 0; s < kSizes.size(); ++s, ++buffer) {
-      TransferRequest& recv = requests[next++];
-      recv.buffer = recv_buffers[buffer].data();
-      recv.bytes = kSizes[s];
-      recv.tag = 1000 + s;
-      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostRecv(&recv));
-      pending.push_back(&recv);
-      TransferRequest& send = requests[next++];
-      send.buffer = send_buffers[buffer].data();
-      send.bytes = kSizes[s];
-      send.tag = 1000 + s;
-      if (registered && kSizes[s] > 0) {
-        MemoryHandle handle;
-        CHORUS_RETURN_IF_ERROR(transport->RegisterMemory(send.buffer, send.bytes, MemoryKind::kHost, &handle));
-        handles.push_back(handle);
-        send.memory = handle;
-      }
-      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostSend(&send));
-      pending.push_back(&send);
-    }
-  }
-  Status status = WaitAll(transport, pending);
-  for (const MemoryHandle& handle : handles) transport->DeregisterMemory(handle);
-  CHORUS_RETURN_IF_ERROR(status);
-  buffer = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t s = 0; s < kSizes.size(); ++s, ++buffer) {
-      for (size_t i = 0; i < kSizes[s]; ++i) {
-        if (recv_buffers[buffer][i] != Pattern(peer, rank, i)) {
-          return InternalError("rank ", rank, ": byte ", i, " of the ", kSizes[s], "-byte message from ", peer,
-                               " is wrong");
-        }
-      }
-    }
-  }
-  return Status::Ok();
+  return transport_test::ExchangeAllSizes(transport, rank, nranks, kSizes, registered, kTestTimeoutMs);
 }
 
 TEST(IbTransportTest, UnknownDeviceFailsNamingWhatItSaw) {

@@ -46,6 +46,66 @@ inline Status WaitAll(Transport* transport, const std::vector<TransferRequest*>&
   }
 }
 
+// Rank `rank` sends every size to every other rank and receives every size
+// from each (tag 1000 + the size's index), all in flight at once, and checks
+// every byte. With `registered`, the send buffers are registered with the
+// transport first (sent in place). Returns the first failure.
+inline Status ExchangeAllSizes(Transport* transport, int rank, int nranks, const std::vector<size_t>& sizes,
+                               bool registered = false, int timeout_ms = kTestTimeoutMs) {
+  std::vector<std::vector<uint8_t>> send_buffers, recv_buffers;
+  std::vector<TransferRequest> requests(2 * sizes.size() * nranks);
+  std::vector<MemoryHandle> handles;
+  std::vector<TransferRequest*> pending;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t size : sizes) {
+      send_buffers.emplace_back(size);
+      for (size_t i = 0; i < size; ++i) send_buffers.back()[i] = Pattern(rank, peer, i);
+      recv_buffers.emplace_back(size, 0xEE);
+    }
+  }
+  size_t next = 0, buffer = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t s = 0; s < sizes.size(); ++s, ++buffer) {
+      TransferRequest& recv = requests[next++];
+      recv.buffer = recv_buffers[buffer].data();
+      recv.bytes = sizes[s];
+      recv.tag = 1000 + s;
+      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostRecv(&recv));
+      pending.push_back(&recv);
+      TransferRequest& send = requests[next++];
+      send.buffer = send_buffers[buffer].data();
+      send.bytes = sizes[s];
+      send.tag = 1000 + s;
+      if (registered && sizes[s] > 0) {
+        MemoryHandle handle;
+        CHORUS_RETURN_IF_ERROR(transport->RegisterMemory(send.buffer, send.bytes, MemoryKind::kHost, &handle));
+        handles.push_back(handle);
+        send.memory = handle;
+      }
+      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostSend(&send));
+      pending.push_back(&send);
+    }
+  }
+  Status status = WaitAll(transport, pending, timeout_ms);
+  for (const MemoryHandle& handle : handles) transport->DeregisterMemory(handle);
+  CHORUS_RETURN_IF_ERROR(status);
+  buffer = 0;
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer == rank) continue;
+    for (size_t s = 0; s < sizes.size(); ++s, ++buffer) {
+      for (size_t i = 0; i < sizes[s]; ++i) {
+        if (recv_buffers[buffer][i] != Pattern(peer, rank, i)) {
+          return InternalError("rank ", rank, ": byte ", i, " of the ", sizes[s], "-byte message from ", peer,
+                               " is wrong");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // Makes rank `rank`'s transport, not yet connected.
 using CreateTransport = std::function<Status(int rank, std::unique_ptr<Transport>* transport)>;
 

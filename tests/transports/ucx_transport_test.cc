@@ -53,54 +53,8 @@ std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks, const std::str
 
 const std::vector<size_t> kSizes = {0, 1, 13, 4096, 65536 + 7, 1 << 20, 4 << 20};
 
-// Rank `rank` of `transports` sends every size to every other rank and
-// receives every size from each, all in flight at once; checks every byte.
-// Returns the first failure.
 Status ExchangeAllSizes(Transport* transport, int rank, int nranks) {
-  std::vector<std::vector<uint8_t>> send_buffers, recv_buffers;
-  std::vector<TransferRequest> requests(2 * kSizes.size() * nranks);
-  std::vector<TransferRequest*> pending;
-  size_t next = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t size : kSizes) {
-      send_buffers.emplace_back(size);
-      for (size_t i = 0; i < size; ++i) send_buffers.back()[i] = Pattern(rank, peer, i);
-      recv_buffers.emplace_back(size, 0xEE);
-    }
-  }
-  size_t buffer = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t s = 0; s < kSizes.size(); ++s, ++buffer) {
-      TransferRequest& recv = requests[next++];
-      recv.buffer = recv_buffers[buffer].data();
-      recv.bytes = kSizes[s];
-      recv.tag = 1000 + s;
-      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostRecv(&recv));
-      pending.push_back(&recv);
-      TransferRequest& send = requests[next++];
-      send.buffer = send_buffers[buffer].data();
-      send.bytes = kSizes[s];
-      send.tag = 1000 + s;
-      CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostSend(&send));
-      pending.push_back(&send);
-    }
-  }
-  CHORUS_RETURN_IF_ERROR(WaitAll(transport, pending));
-  buffer = 0;
-  for (int peer = 0; peer < nranks; ++peer) {
-    if (peer == rank) continue;
-    for (size_t s = 0; s < kSizes.size(); ++s, ++buffer) {
-      for (size_t i = 0; i < kSizes[s]; ++i) {
-        if (recv_buffers[buffer][i] != Pattern(peer, rank, i)) {
-          return InternalError("rank ", rank, ": byte ", i, " of the ", kSizes[s], "-byte message from ", peer,
-                               " is wrong");
-        }
-      }
-    }
-  }
-  return Status::Ok();
+  return transport_test::ExchangeAllSizes(transport, rank, nranks, kSizes);
 }
 
 // 300 messages of varying sizes to one peer under one tag arrive in order.
