@@ -41,6 +41,14 @@ const char* DataReason(long long count, MPI_Datatype type) {
   return nullptr;
 }
 
+// Routes a rooted call that moves data, by the side of it that is significant
+// on every rank (count, type): Bcast's buffer, Gather's send side, Scatter's
+// receive side.
+CommEntry* RouteRooted(Call call, MPI_Comm comm, int count, MPI_Datatype type, int root, bool in_place) {
+  Shape shape{type, MPI_OP_NULL, count, true, root, in_place};
+  return Route(call, comm, shape, DataReason(count, type), PayloadBytes(count, type));
+}
+
 const char* ReduceReason(long long count, MPI_Datatype type, MPI_Op op, Reduction* reduction) {
   if (count < 0) return "negative count";
   return MapReduction(type, op, reduction);
@@ -107,8 +115,7 @@ int ReduceScatterBlock(const void* sendbuf, void* recvbuf, int recvcount, MPI_Da
 
 int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (!Enabled()) return PMPI_Bcast(buffer, count, datatype, root, comm);
-  Shape shape{datatype, MPI_OP_NULL, count, true, root, false};
-  CommEntry* entry = Route(Call::kBcast, comm, shape, DataReason(count, datatype), PayloadBytes(count, datatype));
+  CommEntry* entry = RouteRooted(Call::kBcast, comm, count, datatype, root, false);
   if (entry == nullptr) return PMPI_Bcast(buffer, count, datatype, root, comm);
   ProgressWatch watch;
   ByteView view;
@@ -186,13 +193,12 @@ int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
 int Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
            MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!Enabled()) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  // Only the send side is significant everywhere; the root's receive side
-  // never changes the decision (it is staged when it needs to be).
+  // Only the send side is significant everywhere (the root's, in place, is
+  // its block of recvbuf); the root's receive side never changes the
+  // decision (it is staged when it needs to be).
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const char* reason = in_place ? DataReason(recvcount, recvtype) : DataReason(sendcount, sendtype);
-  Shape shape{in_place ? recvtype : sendtype, MPI_OP_NULL, in_place ? recvcount : sendcount, true, root, in_place};
-  CommEntry* entry = Route(Call::kGather, comm, shape, reason,
-                           in_place ? PayloadBytes(recvcount, recvtype) : PayloadBytes(sendcount, sendtype));
+  CommEntry* entry = RouteRooted(Call::kGather, comm, in_place ? recvcount : sendcount,
+                                 in_place ? recvtype : sendtype, root, in_place);
   if (entry == nullptr) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   ProgressWatch watch;
   ByteView send, recv;
@@ -229,10 +235,8 @@ int Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
   if (!Enabled()) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   // Only the receive side is significant everywhere (see Gather).
   const bool in_place = recvbuf == MPI_IN_PLACE;
-  const char* reason = in_place ? DataReason(sendcount, sendtype) : DataReason(recvcount, recvtype);
-  Shape shape{in_place ? sendtype : recvtype, MPI_OP_NULL, in_place ? sendcount : recvcount, true, root, in_place};
-  CommEntry* entry = Route(Call::kScatter, comm, shape, reason,
-                           in_place ? PayloadBytes(sendcount, sendtype) : PayloadBytes(recvcount, recvtype));
+  CommEntry* entry = RouteRooted(Call::kScatter, comm, in_place ? sendcount : recvcount,
+                                 in_place ? sendtype : recvtype, root, in_place);
   if (entry == nullptr) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   ProgressWatch watch;
   ByteView send, recv;
