@@ -51,4 +51,13 @@ inline ByteRange PipelineSegment(size_t bytes, size_t segment, size_t index) {
   return range;
 }
 
+// Calls visit(part) for each pipeline segment of a step of `bytes` in order
+// (segment_bytes and element_size as PipelineSegmentBytes takes them); part
+// is relative to the step. Nothing for an empty step.
+template <typename Visit>
+void ForEachPipelineSegment(size_t segment_bytes, size_t element_size, size_t bytes, Visit&& visit) {
+  const size_t segment = PipelineSegmentBytes(segment_bytes, element_size, bytes);
+  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) visit(PipelineSegment(bytes, segment, s));
+}
+
 }  // namespace chorus

@@ -16,10 +16,8 @@ Status BuildChainReduce(const CollectiveArgs& args, Schedule* out) {
   const int next = (args.rank + 1) % p;
   const int prev = (args.rank - 1 + p) % p;
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     const BufferRange send{BufferId::kSend, part.offset};
     if (position == 0) {
       builder.Send(next, send, part.bytes);
@@ -30,7 +28,7 @@ Status BuildChainReduce(const CollectiveArgs& args, Schedule* out) {
     } else {
       builder.RecvReduce(prev, send, BufferRange{BufferId::kRecv, part.offset}, part.bytes);
     }
-  }
+  });
   return builder.Finish();
 }
 

@@ -5,7 +5,10 @@
 // is interior in at most one tree.
 #pragma once
 
+#include <cstddef>
+
 #include "algorithms/dbtree/double_binary_tree.h"
+#include "algorithms/segments.h"
 
 namespace chorus {
 
@@ -23,6 +26,27 @@ inline BinaryTreeNode RootedDoubleTreeNode(int tree, int rank, int root, int nra
   node.parent = node.parent >= 0 ? to_rank(node.parent) : root;
   for (int& child : node.children) child = to_rank(child);
   return node;
+}
+
+// Visits the pipeline segments of a rooted double-tree collective over
+// `count` elements, half t of them in tree t: segment s of half 0, then of
+// half 1, then segment s+1, so that the two trees pipeline side by side.
+// visit(node, offset, bytes): `rank`'s node in that half's tree, and where
+// the segment lies, in bytes from the vector's start.
+template <typename Visit>
+void ForEachRootedDoubleTreeSegment(int rank, int root, int nranks, size_t count, size_t element_size,
+                                    size_t segment_bytes, Visit&& visit) {
+  const BinaryTreeNode nodes[2] = {RootedDoubleTreeNode(0, rank, root, nranks),
+                                   RootedDoubleTreeNode(1, rank, root, nranks)};
+  const Segment halves[2] = {EvenSegment(count, 2, 0), EvenSegment(count, 2, 1)};
+  const size_t segment = PipelineSegmentBytes(segment_bytes, element_size, halves[0].count * element_size);
+  const size_t rounds = PipelineSegmentCount(halves[0].count * element_size, segment);  // the larger half
+  for (size_t s = 0; s < rounds; ++s) {
+    for (int t = 0; t < 2; ++t) {
+      const ByteRange part = PipelineSegment(halves[t].count * element_size, segment, s);
+      visit(nodes[t], halves[t].offset * element_size + part.offset, part.bytes);
+    }
+  }
 }
 
 }  // namespace chorus

@@ -16,16 +16,14 @@ Status BuildParameterServerAllReduce(const CollectiveArgs& args, Schedule* out) 
   const int p = args.nranks;
   const int server = CentralServerRank(args);
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     const BufferRange send{BufferId::kSend, part.offset};
     const BufferRange recv{BufferId::kRecv, part.offset};
     if (args.rank != server) {
       builder.Send(server, send, part.bytes);
       builder.Recv(server, recv, part.bytes);
-      continue;
+      return;
     }
     BufferRange partial = send;
     for (int i = 1; i < p; ++i) {
@@ -33,7 +31,7 @@ Status BuildParameterServerAllReduce(const CollectiveArgs& args, Schedule* out) 
       partial = recv;
     }
     for (int i = 1; i < p; ++i) builder.Send((server + i) % p, recv, part.bytes);
-  }
+  });
   return builder.Finish();
 }
 

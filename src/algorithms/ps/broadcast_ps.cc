@@ -11,19 +11,17 @@ Status BuildParameterServerBroadcast(const CollectiveArgs& args, Schedule* out) 
   ScheduleBuilder builder(args, Algorithm::kParameterServer, out);
   const int p = args.nranks;
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     const BufferRange send{BufferId::kSend, part.offset};
     const BufferRange recv{BufferId::kRecv, part.offset};
     if (args.rank != args.root) {
       builder.Recv(args.root, recv, part.bytes);
-      continue;
+      return;
     }
     for (int i = 1; i < p; ++i) builder.Send((args.root + i) % p, send, part.bytes);
     builder.Copy(send, recv, part.bytes);
-  }
+  });
   return builder.Finish();
 }
 

@@ -11,14 +11,12 @@ Status BuildParameterServerReduce(const CollectiveArgs& args, Schedule* out) {
   ScheduleBuilder builder(args, Algorithm::kParameterServer, out);
   const int p = args.nranks;
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     const BufferRange send{BufferId::kSend, part.offset};
     if (args.rank != args.root) {
       builder.Send(args.root, send, part.bytes);
-      continue;
+      return;
     }
     const BufferRange recv{BufferId::kRecv, part.offset};
     BufferRange partial = send;
@@ -26,7 +24,7 @@ Status BuildParameterServerReduce(const CollectiveArgs& args, Schedule* out) {
       builder.Pace(builder.RecvReduce((args.root + i) % p, partial, recv, part.bytes));  // schedule.h rule 5
       partial = recv;
     }
-  }
+  });
   return builder.Finish();
 }
 

@@ -17,10 +17,8 @@ Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out) {
   ScheduleBuilder builder(args, Algorithm::kTree, out);
   const BinomialNode node = BinomialTreeNode(args.rank, /*root=*/0, args.nranks);
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     const BufferRange recv{BufferId::kRecv, part.offset};
     BufferRange partial{BufferId::kSend, part.offset};
     for (int child : node.children) {
@@ -36,7 +34,7 @@ Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out) {
     for (auto child = node.children.rbegin(); child != node.children.rend(); ++child) {
       builder.Send(*child, recv, part.bytes);
     }
-  }
+  });
   return builder.Finish();
 }
 

@@ -14,10 +14,8 @@ Status BuildTreeBroadcast(const CollectiveArgs& args, Schedule* out) {
   ScheduleBuilder builder(args, Algorithm::kTree, out);
   const BinomialNode node = BinomialTreeNode(args.rank, args.root, args.nranks);
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     const BufferRange recv{BufferId::kRecv, part.offset};
     BufferRange source = recv;
     if (node.parent < 0) {
@@ -29,7 +27,7 @@ Status BuildTreeBroadcast(const CollectiveArgs& args, Schedule* out) {
       builder.Send(*child, source, part.bytes);
     }
     if (node.parent < 0) builder.Copy(source, recv, part.bytes);
-  }
+  });
   return builder.Finish();
 }
 

@@ -15,11 +15,9 @@ Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out) {
   ScheduleBuilder builder(args, Algorithm::kTree, out);
   const BinomialNode node = BinomialTreeNode(args.rank, args.root, args.nranks);
   const size_t bytes = args.count * builder.element_size();
-  const size_t segment = PipelineSegmentBytes(args.segment_bytes, builder.element_size(), bytes);
   const BufferId accumulator = node.parent < 0 ? BufferId::kRecv : BufferId::kScratch;
 
-  for (size_t s = 0; s < PipelineSegmentCount(bytes, segment); ++s) {
-    const ByteRange part = PipelineSegment(bytes, segment, s);
+  ForEachPipelineSegment(args.segment_bytes, builder.element_size(), bytes, [&](const ByteRange& part) {
     BufferRange partial{BufferId::kSend, part.offset};
     for (int child : node.children) {
       builder.Pace(builder.RecvReduce(child, partial, BufferRange{accumulator, part.offset}, part.bytes));
@@ -30,7 +28,7 @@ Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out) {
     } else {
       builder.Copy(partial, BufferRange{accumulator, part.offset}, part.bytes);  // root without children
     }
-  }
+  });
   return builder.Finish();
 }
 
