@@ -8,6 +8,7 @@ one process per rank for every test and meets in a file).
     distributed_suite.py --backend chorus --world-size 3 --compare-with gloo
     distributed_suite.py --backend gloo --world-size 2 --record gloo_ws2.txt
     distributed_suite.py --backend chorus --world-size 2 --reference gloo_ws2.txt
+    distributed_suite.py --backend chorus --world-size 2 --reference gloo_ws2.txt --compare-with gloo
     distributed_suite.py --backend chorus --world-size 3 --lift-gloo-gates
 
 Prints GoogleTest-style lines (gtest_style.py), so ./test.sh counts the cases.
@@ -18,6 +19,15 @@ child process, since the suite reads BACKEND when imported; --reference reads
 what an earlier --record wrote), a test the reference fails or skips is
 skipped here with the reference's reason, and a test the reference passes
 must pass here: a skip for any reason not listed counts as a failure.
+
+--reference FILE with --compare-with BACKEND takes BACKEND's results from
+FILE (recorded on this machine's torch, Python and GPU count, at this world
+size; otherwise BACKEND runs live, as with --compare-with alone) and runs
+BACKEND live only where FILE cannot decide: tests FILE lacks, and tests FILE
+says BACKEND passes that this backend fails or skips. Those fail only if
+BACKEND passes them again now; a recorded result BACKEND no longer gets is
+named, so that FILE can be recorded anew. The same verdicts as a live
+comparison, without running BACKEND on every test.
 
 --lift-gloo-gates runs, for a backend other than gloo, the tests the suite
 runs only for gloo (GLOO_ONLY in distributed_suite_skips.py, all passing with
@@ -48,7 +58,9 @@ def _parse_args(argv):
     parser.add_argument("--world-size", type=int, required=True)
     parser.add_argument("--compare-with", metavar="BACKEND",
                         help="run these tests with BACKEND first and hold this backend to its results")
-    parser.add_argument("--reference", metavar="FILE", help="per-test results of a reference backend (--record's format)")
+    parser.add_argument("--reference", metavar="FILE",
+                        help="per-test results of a reference backend (--record's format); with --compare-with, "
+                             "that backend's recorded results, rerun live where they cannot decide")
     parser.add_argument("--record", metavar="FILE", help="write each test's result to FILE")
     parser.add_argument("--filter", action="append", default=[],
                         help="run only tests whose name contains this (repeatable)")
@@ -163,6 +175,26 @@ def read_results(path):
     return results
 
 
+def _record_header(backend, world_size, lifted):
+    """The first line of a --record file: what the results depend on."""
+    python = ".".join(str(v) for v in sys.version_info[:3])
+    gates = ", gloo's gates lifted" if lifted else ""
+    return (f"# torch {torch.__version__}, Python {python}, CUDA devices {torch.cuda.device_count()}, "
+            f"backend {backend}{gates}, world size {world_size}: test, PASS/FAIL/SKIP, reason")
+
+
+def _recorded_here(path, backend):
+    """None when `path` holds `backend`'s results for this machine's torch,
+    Python, GPU count and world size; otherwise why it does not."""
+    try:
+        with open(path) as f:
+            header = f.readline().rstrip("\n")
+    except OSError as e:
+        return f"{path} cannot be read ({e.strerror})"
+    expected = _record_header(backend, ARGS.world_size, False)
+    return None if header == expected else f"{path} was recorded as '{header}', not '{expected}'"
+
+
 def _one_line(text, limit=300):
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -226,13 +258,29 @@ def main():
     import gtest_style
 
     names = _selected_tests()
+    # The reference runs what this backend will run: not what the skip list
+    # takes out for this backend.
+    to_compare = [n for n in names if skip_reason(n, BACKEND, ARGS.world_size, LIFTED) is None]
     reference_name, reference = None, {}
-    if ARGS.compare_with:
-        # The reference runs what this backend will run: not what the skip
-        # list takes out for this backend.
+    # The backend that decides live what a recorded result cannot.
+    confirm_with = None
+    if ARGS.compare_with and ARGS.reference:
         reference_name = ARGS.compare_with
-        reference = _run_reference(ARGS.compare_with,
-                                   [n for n in names if skip_reason(n, BACKEND, ARGS.world_size, LIFTED) is None])
+        stale = _recorded_here(ARGS.reference, ARGS.compare_with)
+        if stale is None:
+            confirm_with = ARGS.compare_with
+            reference = read_results(ARGS.reference)
+            unrecorded = [n for n in to_compare if n not in reference]
+            print(f"{reference_name} results recorded in {os.path.basename(ARGS.reference)}; "
+                  f"{len(unrecorded)} of these {len(to_compare)} tests not recorded, run live", flush=True)
+            if unrecorded:
+                reference.update(_run_reference(ARGS.compare_with, unrecorded))
+        else:
+            print(f"{stale}: {reference_name} runs live", flush=True)
+            reference = _run_reference(ARGS.compare_with, to_compare)
+    elif ARGS.compare_with:
+        reference_name = ARGS.compare_with
+        reference = _run_reference(ARGS.compare_with, to_compare)
     elif ARGS.reference:
         reference_name, reference = os.path.basename(ARGS.reference), read_results(ARGS.reference)
 
@@ -255,26 +303,53 @@ def main():
 
     results = {}
 
+    def passes_live(name):
+        """Whether the live reference still passes a test its record says it
+        passes (and this backend did not); with no live reference, True."""
+        if confirm_with is None:
+            return True
+        state, why = _run_reference(confirm_with, [name]).get(name, ("MISSING", ""))
+        if state == "PASS":
+            return True
+        print(f"{os.path.basename(ARGS.reference)} says {confirm_with} passes {name}; "
+              f"now {confirm_with} {state}: {why}; record it anew", flush=True)
+        reference[name] = (state, why)
+        return False
+
     class Result(gtest_style.GTestStyleResult):
         def addSuccess(self, test):
             results[test._testMethodName] = ("PASS", "")
             super().addSuccess(test)
 
-        def addFailure(self, test, err):
+        def _not_passed(self, test, err, report):
+            name = test._testMethodName
+            if reference.get(name, ("",))[0] == "PASS" and not passes_live(name):
+                state, why = reference[name]
+                self.addSkip(test, f"{'fails' if state == 'FAIL' else 'skipped'} with {reference_name} too, "
+                                   f"rerun live" + (f": {why}" if why else ""))
+                return
+            self._failed(test, err, report)
+
+        @staticmethod
+        def _failed(test, err, report):
             results[test._testMethodName] = ("FAIL", _error_line(err))
-            super().addFailure(test, err)
+            report(test, err)
+
+        def addFailure(self, test, err):
+            self._not_passed(test, err, super().addFailure)
 
         def addError(self, test, err):
-            results[test._testMethodName] = ("FAIL", _error_line(err))
-            super().addError(test, err)
+            self._not_passed(test, err, super().addError)
 
         def addSkip(self, test, reason):
             name = test._testMethodName
             if name not in listed and reference.get(name, ("",))[0] == "PASS":
-                # The reference passes it and nothing listed says why not here.
-                error = AssertionError(f"{reference_name} passes this test; {BACKEND} skipped it: {reason}")
-                self.addFailure(test, (AssertionError, error, None))
-                return
+                if passes_live(name):
+                    # The reference passes it and nothing listed says why not here.
+                    error = AssertionError(f"{reference_name} passes this test; {BACKEND} skipped it: {reason}")
+                    self._failed(test, (AssertionError, error, None), super().addFailure)
+                    return
+                reason = f"{reason} (skipped with {reference_name} too, rerun live)"
             results[name] = ("SKIP", _one_line(reason))
             super().addSkip(test, reason)
 
@@ -289,9 +364,7 @@ def main():
         status = 1
     if ARGS.record:
         with open(ARGS.record, "w") as f:
-            lifted = ", gloo's gates lifted" if LIFTED else ""
-            f.write(f"# torch {torch.__version__}, Python {sys.version.split()[0]}, backend {BACKEND}{lifted}, "
-                    f"world size {ARGS.world_size}: test, PASS/FAIL/SKIP, reason\n")
+            f.write(_record_header(BACKEND, ARGS.world_size, LIFTED) + "\n")
             for name in sorted(results):
                 state, why = results[name]
                 f.write(f"{name} {state} {why}".rstrip() + "\n")
