@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, runs every *_test executable under the
 # build's tests/ (each under a timeout) and totals their gtest cases, then
-# runs the core, transport and API tests under ASan + UBSan and the threaded
-# ones under TSan (each binary one test; CHORUS_TEST_SANITIZERS=0 skips both
-# stages), then the verbs transport's tests in a soft-RoCE qemu guest where
+# runs the core, transport, API and MPI drop-in tests under ASan + UBSan and
+# the threaded ones under TSan (each binary one test; CHORUS_TEST_SANITIZERS=0
+# skips both stages), then the verbs transport's tests in a soft-RoCE qemu guest where
 # one can be had. The last line is always "N passed, M failed"; the exit status is non-zero when
 # anything failed or nothing ran. A binary that crashes or times out counts
 # as at least one failure.
@@ -82,13 +82,14 @@ run_stage() {
   failed=$((failed + f))
 }
 
-# The core, transport and API tests again under AddressSanitizer + UBSan
-# (scripts/sanitize.sh builds only them, in build-asan/). Each binary counts
-# as one test: it fails on a non-zero exit or on any sanitizer report, a
-# forked child's included. CHORUS_TEST_SANITIZERS=0 skips the stage.
+# The core, transport, API and MPI drop-in tests again under AddressSanitizer
+# + UBSan (scripts/sanitize.sh builds only them, in build-asan/; the MPI
+# tests preload the instrumented interposer after the ASan runtime). Each
+# binary counts as one test: it fails on a non-zero exit or on any sanitizer
+# report, a forked child's included. CHORUS_TEST_SANITIZERS=0 skips the stage.
 if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
-  echo "=== sanitizers: core, transports and api tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
-  run_stage sanitizers env CHORUS_SANITIZE_LAYERS="core transports api" scripts/sanitize.sh asan
+  echo "=== sanitizers: core, transports, api and mpi tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
+  run_stage sanitizers env CHORUS_SANITIZE_LAYERS="core transports api mpi" scripts/sanitize.sh asan
 fi
 
 # Ranks as threads over shared memory and TCP under ThreadSanitizer: the

@@ -115,7 +115,7 @@ HpccRun RunHpcc(const std::string& mpirun_options) {
   std::ofstream(path + "/hpccinf.txt") << kInput;
   result.run = RunCommand("sh -c 'cd " + path +
                               " && exec mpirun --allow-run-as-root --oversubscribe -np 2"
-                              " -x LD_PRELOAD=" CHORUS_MPI_INTERPOSER " " +
+                              " -x LD_PRELOAD=" CHORUS_MPI_PRELOAD " " +
                               mpirun_options + " " + kHpcc + "'",
                           kTimeoutS);
   result.out_file = ReadFile(path + "/hpccoutf.txt");

@@ -67,6 +67,7 @@ program mpi_interposer_fortran
 
   call MPI_Reduce(failures, all_failures, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   if (rank == 0) print '(a, i0, a)', 'fortran: ', all_failures, ' failed'
+  deallocate(gathered)
   call MPI_Finalize(ierr)
   if (failures /= 0) stop 1
 end program mpi_interposer_fortran

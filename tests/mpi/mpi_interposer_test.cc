@@ -23,7 +23,7 @@ constexpr int kTimeoutS = 120;
 // mpirun with the interposer preloaded and `env` (NAME=value ...) exported.
 CliRun Mpirun(int nranks, const std::vector<std::string>& env, const std::string& program) {
   std::string command = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(nranks) +
-                        " -x LD_PRELOAD=" CHORUS_MPI_INTERPOSER;
+                        " -x LD_PRELOAD=" CHORUS_MPI_PRELOAD;
   for (const std::string& variable : env) command += " -x " + variable;
   return RunCommand(command + " " + program, kTimeoutS);
 }

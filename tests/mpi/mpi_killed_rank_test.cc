@@ -31,7 +31,7 @@ struct TimedRun {
 TimedRun MpirunLoop(const std::string& mpirun_options, long count, const std::string& loop_options) {
   const std::string command =
       "mpirun --allow-run-as-root --oversubscribe -np 3 " + mpirun_options +
-      " -x LD_PRELOAD=" CHORUS_MPI_INTERPOSER " " CHORUS_MPI_ALLREDUCE_LOOP " --iterations 1000000 --count " +
+      " -x LD_PRELOAD=" CHORUS_MPI_PRELOAD " " CHORUS_MPI_ALLREDUCE_LOOP " --iterations 1000000 --count " +
       std::to_string(count) + " --kill-rank 2 --kill-at " + std::to_string(kKillAt) + " " + loop_options;
   const auto start = std::chrono::steady_clock::now();
   TimedRun timed;
