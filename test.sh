@@ -3,8 +3,8 @@
 # build's tests/ (each under a timeout) and totals their gtest cases, then
 # runs the core, transport, API and MPI drop-in tests under ASan + UBSan and
 # the threaded ones under TSan (each binary one test; CHORUS_TEST_SANITIZERS=0
-# skips both stages), then the verbs transport's tests in a soft-RoCE qemu guest where
-# one can be had. The last line is always "N passed, M failed"; the exit status is non-zero when
+# skips both stages), then the verbs transport's tests in a soft-RoCE qemu
+# guest where one can be had. The last line is always "N passed, M failed"; the exit status is non-zero when
 # anything failed or nothing ran. A binary that crashes or times out counts
 # as at least one failure.
 set -uo pipefail

@@ -21,8 +21,8 @@
 #include <gtest/gtest.h>
 
 #include "base/config.h"
-#include "tests/transports/transport_test_util.h"
 #include "chorus/chorus.h"
+#include "tests/transports/transport_test_util.h"
 #include "transports/tcp/tcp_lane.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport_registry.h"
