@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, runs every *_test executable under the
-# build's tests/ (each under a timeout) and totals their gtest cases, then
-# runs the core, transport, API and MPI drop-in tests under ASan + UBSan and
-# the threaded ones under TSan (each binary one test; CHORUS_TEST_SANITIZERS=0
+# build's tests/ (each under a timeout) and totals their gtest cases, runs the
+# API tests again over the UCX transport where it is built, then runs the
+# core, transport, API and MPI drop-in tests under ASan + UBSan and the
+# threaded ones under TSan (each binary one test; CHORUS_TEST_SANITIZERS=0
 # skips both stages), then the verbs transport's tests in a soft-RoCE qemu
-# guest where one can be had. The last line is always "N passed, M failed"; the exit status is non-zero when
-# anything failed or nothing ran. A binary that crashes or times out counts
-# as at least one failure.
+# guest where one can be had. The last line is always "N passed, M failed";
+# the exit status is non-zero when anything failed or nothing ran. A binary
+# that crashes or times out counts as at least one failure.
 set -uo pipefail
 cd "$(dirname "$0")"
 source scripts/setup.sh
@@ -32,36 +33,61 @@ fi
 export GTEST_COLOR=no
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+
+# Runs each binary under the timeout, with the VAR=value assignments before
+# "--" in its environment, and adds its gtest cases to the totals.
+run_binaries() {
+  local assignments=() test start rc p f
+  while [ "$1" != -- ]; do
+    assignments+=("$1")
+    shift
+  done
+  shift
+  for test in "$@"; do
+    echo "=== $test${assignments[*]:+ (${assignments[*]})}"
+    start=$SECONDS
+    env "${assignments[@]}" timeout --kill-after=10 "$TEST_TIMEOUT_S" "$test" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    # gtest's summary: "[  PASSED  ] 12 tests." and "[  FAILED  ] 2 tests, listed below:"
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -n 1)
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9][0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$log" | tail -n 1)
+    if [ -z "$p" ] && [ -z "$f" ]; then
+      # No summary (crash, hang): count the cases that finished before it.
+      p=$(grep -c '^\[       OK \]' "$log")
+      f=$(grep -c '^\[  FAILED  \] .* ([0-9]* ms)$' "$log")
+    fi
+    p=${p:-0}
+    f=${f:-0}
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+      f=1
+    fi
+    case $rc in
+      0) ;;
+      124 | 137) echo "=== $test: TIMED OUT after ${TEST_TIMEOUT_S} s" ;;
+      *) echo "=== $test: exit status $rc" ;;
+    esac
+    echo "=== $test: $p passed, $f failed ($((SECONDS - start)) s)"
+    passed=$((passed + p))
+    failed=$((failed + f))
+  done
+}
+
 mapfile -t tests < <(find "$CHORUS_BUILD_DIR/tests" -name '*_test' -type f -executable | sort)
-for test in "${tests[@]}"; do
-  echo "=== $test"
-  start=$SECONDS
-  timeout --kill-after=10 "$TEST_TIMEOUT_S" "$test" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  # gtest's summary: "[  PASSED  ] 12 tests." and "[  FAILED  ] 2 tests, listed below:"
-  p=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -n 1)
-  f=$(sed -n 's/^\[  FAILED  \] \([0-9][0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$log" | tail -n 1)
-  if [ -z "$p" ] && [ -z "$f" ]; then
-    # No summary (crash, hang): count the cases that finished before it.
-    p=$(grep -c '^\[       OK \]' "$log")
-    f=$(grep -c '^\[  FAILED  \] .* ([0-9]* ms)$' "$log")
-  fi
-  p=${p:-0}
-  f=${f:-0}
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    f=1
-  fi
-  case $rc in
-    0) ;;
-    124 | 137) echo "=== $test: TIMED OUT after ${TEST_TIMEOUT_S} s" ;;
-    *) echo "=== $test: exit status $rc" ;;
-  esac
-  echo "=== $test: $p passed, $f failed ($((SECONDS - start)) s)"
-  passed=$((passed + p))
-  failed=$((failed + f))
-done
+run_binaries -- "${tests[@]}"
 if [ "${#tests[@]}" -eq 0 ]; then
   echo "no *_test executables under $CHORUS_BUILD_DIR/tests"
+fi
+
+# The API's conformance and failure tests again over the UCX transport
+# alone, ranks as threads and as processes (about 2.5 minutes), where the
+# build has it. The ibverbs selection test is about that transport only.
+if grep -q '^#define CHORUS_HAVE_UCX 1' "$CHORUS_BUILD_DIR/chorus_build_config.h" 2>/dev/null; then
+  echo "=== ucx: the API tests over CHORUS_TRANSPORT=ucx"
+  start_ucx=$SECONDS
+  passed_before=$passed failed_before=$failed
+  mapfile -t ucx_tests < <(printf '%s\n' "${tests[@]}" | grep '/tests/api/' | grep -v '/ibverbs_selection_test$')
+  run_binaries CHORUS_TRANSPORT=ucx -- "${ucx_tests[@]}"
+  echo "=== ucx: $((passed - passed_before)) passed, $((failed - failed_before)) failed ($((SECONDS - start_ucx)) s)"
 fi
 
 # A stage whose last "N passed, M failed" line is its tally (each binary one

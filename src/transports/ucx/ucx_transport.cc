@@ -479,9 +479,6 @@ void UcxTransport::Teardown() {
     }
   }
   inflight_.clear();
-  for (auto& peer : peers_) {
-    if (peer != nullptr && peer->notice_recv != nullptr) ucp_request_cancel(worker_, peer->notice_recv);
-  }
   // Every live peer is told that we are closing: UCX keeps its tcp
   // connections open until the worker is destroyed, so without a notice a
   // peer waiting on us would learn it only at its deadline. The notices go
@@ -515,6 +512,13 @@ void UcxTransport::Teardown() {
     if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
   }
   ProgressUntilComplete(&closing, Deadline::AfterMs(kFlushMs));
+  // The closing-notice receives stay posted until here, so that a peer's
+  // notice that arrives while we flush is matched: one left unexpected makes
+  // UCX warn at the worker's destruction ("unexpected tag-receive
+  // descriptor was not matched") on every clean shutdown.
+  for (auto& peer : peers_) {
+    if (peer != nullptr && peer->notice_recv != nullptr) ucp_request_cancel(worker_, peer->notice_recv);
+  }
 }
 
 void UcxTransport::ProgressUntilComplete(std::vector<void*>* requests, Deadline deadline) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The ucx transport's own overhead: Chorus moving one message size between
+# two ranks over CHORUS_TRANSPORT=ucx against UCX's own ucx_perftest tag_bw,
+# with the same UCX_TLS, interleaved round by round on this host.
+#
+#   perf/ucx/ucx_vs_perftest.sh [--rounds N] [--size BYTES] [--tls LIST] [--build DIR]
+#
+# Per round: ucx_perftest tag_bw (one direction, server and client on
+# loopback), Chorus's broadcast_perf on 2 ranks (one direction: the root
+# sends, the other receives) and sendrecv_perf on 2 ranks (each rank sends
+# and receives at once). The Chorus ranks are threads of one process (-t 2),
+# each with its own UCP worker. Prints each round's MB/s, the medians, and
+# the ratio of Chorus's one-direction bandwidth to ucx_perftest's.
+set -euo pipefail
+
+rounds=5
+size=1048576
+tls=tcp
+build=build
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --tls) tls=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+command -v ucx_perftest >/dev/null || { echo "ucx_perftest not found (Debian's ucx-utils)" >&2; exit 2; }
+for tool in broadcast_perf sendrecv_perf; do
+  [ -x "$build/perf/$tool" ] || { echo "$build/perf/$tool is not built" >&2; exit 2; }
+done
+
+iters=$(( (200 << 20) / size ))  # about 200 MiB a measurement
+[ "$iters" -ge 20 ] || iters=20
+
+# MB/s (10^6 bytes per second) of ucx_perftest tag_bw at $size, one direction.
+perftest_mbs() {
+  local port=$((20000 + RANDOM % 20000)) server out
+  UCX_TLS=$tls timeout 120 ucx_perftest -p "$port" >/dev/null 2>&1 &
+  server=$!
+  sleep 0.5
+  out=$(UCX_TLS=$tls timeout 120 ucx_perftest 127.0.0.1 -p "$port" -t tag_bw -s "$size" -n "$iters" -w 20 -f 2>&1)
+  wait "$server" || true
+  # The result line: iterations, overhead (50%, average, overall), then
+  # bandwidth in MiB/s (average, overall), then the message rate.
+  echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 7 { mibs = $6 } END { if (mibs == "") exit 1; printf "%.0f\n", mibs * 1.048576 }'
+}
+
+# MB/s one direction of a Chorus perf tool at $size: bytes over the
+# out-of-place time per call.
+chorus_mbs() {
+  local tool=$1
+  UCX_TLS=$tls CHORUS_TRANSPORT=ucx "$build/perf/$tool" -t 2 -b "$size" -e "$size" -n "$iters" -w 20 2>&1 |
+    awk -v size="$size" '$1 == size { printf "%.0f\n", size / $6; found = 1 } END { if (!found) exit 1 }'
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "# $size bytes, UCX_TLS=$tls, $iters iterations, $rounds rounds; MB/s = 10^6 B/s"
+printf '%-6s %14s %18s %28s\n' round ucx_perftest chorus_broadcast "chorus_sendrecv (each way)"
+perftest=() broadcast=() sendrecv=()
+for round in $(seq 1 "$rounds"); do
+  p=$(perftest_mbs) b=$(chorus_mbs broadcast_perf) s=$(chorus_mbs sendrecv_perf)
+  perftest+=("$p") broadcast+=("$b") sendrecv+=("$s")
+  printf '%-6s %14s %18s %28s\n' "$round" "$p" "$b" "$s"
+done
+mp=$(printf '%s\n' "${perftest[@]}" | median)
+mb=$(printf '%s\n' "${broadcast[@]}" | median)
+ms=$(printf '%s\n' "${sendrecv[@]}" | median)
+printf '%-6s %14s %18s %28s\n' median "$mp" "$mb" "$ms"
+ratios=$(for i in "${!perftest[@]}"; do echo "${broadcast[$i]} ${perftest[$i]}" | awk '{ printf "%.3f\n", $1 / $2 }'; done)
+echo "chorus broadcast / ucx_perftest: ratio of medians $(echo "$mb $mp" | awk '{ printf "%.2f", $1 / $2 }'), median of round ratios $(echo "$ratios" | median)"
