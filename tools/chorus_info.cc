@@ -16,6 +16,7 @@
 #include "base/config.h"
 #include "chorus/chorus.h"
 #include "algorithms/topology.h"
+#include "core/board_allreduce.h"
 #include "core/selection_table.h"
 #include "core/tuner.h"
 #include "topology/discovery.h"
@@ -105,7 +106,8 @@ int PrintTuneTable(int argc, char** argv) {
   inputs.nranks = ranks;
   inputs.topology = &topology;
   inputs.model = model;
-  inputs.board = table_hosts == 1;  // one host over shared memory
+  const chorus::BoardAllReduce board(nullptr);  // its ranges only
+  inputs.native = table_hosts == 1 ? &board : nullptr;  // one host over shared memory
   inputs.shares_cores = shares_cores;
   std::fputs(chorus::SelectionTable(inputs).Describe().c_str(), stdout);
   return 0;

@@ -43,9 +43,9 @@ std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores)
     // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd
     // measured 10-25% faster past kBoardFewRanksMaxBytes.
     const size_t limit = nranks >= kBoardManyRanks ? kBoardAllReduceMaxBytes : kBoardFewRanksMaxBytes;
-    ranges.push_back({0, std::min(kBoardOneShotMaxBytes, limit), Algorithm::kAuto, BoardPlan::kOneShot});
+    ranges.push_back({0, std::min(kBoardOneShotMaxBytes, limit), Algorithm::kAuto, ToNativePlan(BoardPlan::kOneShot)});
     if (limit > kBoardOneShotMaxBytes) {
-      ranges.push_back({kBoardOneShotMaxBytes + 1, limit, Algorithm::kAuto, BoardPlan::kTwoPhase});
+      ranges.push_back({kBoardOneShotMaxBytes + 1, limit, Algorithm::kAuto, ToNativePlan(BoardPlan::kTwoPhase)});
     }
     if (limit == kBoardAllReduceMaxBytes) return ranges;
     rest = limit + 1;
@@ -53,17 +53,31 @@ std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores)
   // A core per rank: the executor's pipelined schedules win from 16 KiB
   // (2 ranks: the board took 1.3-2.3x as long, forced oneshot or direct).
   const size_t last = shares_cores ? kBoardAllReduceMaxBytes : kBoardSpareCoresMaxBytes;
-  ranges.push_back({rest, last, Algorithm::kOneShot, BoardPlan::kOneShot});
-  ranges.push_back({std::max(rest, kBoardTinyBytes + 1), last, Algorithm::kDirect, BoardPlan::kTwoPhase});
+  ranges.push_back({rest, last, Algorithm::kOneShot, ToNativePlan(BoardPlan::kOneShot)});
+  ranges.push_back({std::max(rest, kBoardTinyBytes + 1), last, Algorithm::kDirect, ToNativePlan(BoardPlan::kTwoPhase)});
   return ranges;
 }
 
 BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
   for (const NativeRange& range : BoardRanges(nranks, forced, shares_cores)) {
     if (bytes < range.first || bytes > range.last) continue;
-    if (range.stands_in_for == Algorithm::kAuto || range.stands_in_for == chosen) return range.plan;
+    if (range.stands_in_for == Algorithm::kAuto || range.stands_in_for == chosen) return ToBoardPlan(range.plan);
   }
   return BoardPlan::kNone;
+}
+
+const char* BoardAllReduce::PlanName(NativePlan plan) const {
+  switch (ToBoardPlan(plan)) {
+    case BoardPlan::kOneShot: return "board-oneshot";
+    case BoardPlan::kTwoPhase: return "board-twophase";
+    case BoardPlan::kNone: break;
+  }
+  return "none";
+}
+
+std::vector<NativeRange> BoardAllReduce::Ranges(Collective coll, const NativeRangeInputs& inputs) const {
+  if (coll != Collective::kAllReduce) return {};
+  return BoardRanges(inputs.nranks, inputs.forced, inputs.shares_cores);
 }
 
 uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan) {

@@ -34,6 +34,7 @@
 
 #include "algorithms/algorithm.h"
 #include "base/status.h"
+#include "core/native_provider.h"
 #include "core/operation.h"
 #include "transports/shm/shm_board.h"
 
@@ -56,16 +57,14 @@ constexpr size_t kBoardOneShotMaxBytes = 32 * 1024;
 constexpr int kBoardManyRanks = 6;
 constexpr size_t kBoardFewRanksMaxBytes = 64 * 1024;
 
-enum class BoardPlan : uint8_t { kNone, kOneShot, kTwoPhase };
-
-// A size range of allreduces that the board runs (the selection table's
-// native rows, core/selection_table.h).
-struct NativeRange {
-  size_t first = 0, last = 0;  // bytes, both included
-  // Taken only where the schedule resolved to this algorithm; kAuto: always.
-  Algorithm stands_in_for = Algorithm::kAuto;
-  BoardPlan plan = BoardPlan::kNone;
-};
+// The board's plans; as a NativePlan (core/native_provider.h), their values.
+enum class BoardPlan : uint8_t { kNone = kNoNativePlan, kOneShot, kTwoPhase };
+constexpr NativePlan ToNativePlan(BoardPlan plan) { return static_cast<NativePlan>(plan); }
+constexpr BoardPlan ToBoardPlan(NativePlan plan) {
+  return plan == ToNativePlan(BoardPlan::kOneShot)    ? BoardPlan::kOneShot
+         : plan == ToNativePlan(BoardPlan::kTwoPhase) ? BoardPlan::kTwoPhase
+                                                      : BoardPlan::kNone;
+}
 
 // The board's ranges on `nranks` ranks (shares_cores: they outnumber the
 // host's CPUs; forced: the algorithm was pinned by the call or
@@ -84,22 +83,31 @@ BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool force
 // Board rounds one allreduce of `count` elements of `element_bytes` takes.
 uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan);
 
-class BoardAllReduce {
+// The board as the selection table's native provider: allreduce only, in
+// BoardRanges.
+class BoardAllReduce final : public NativeProvider {
  public:
   explicit BoardAllReduce(shm::ShmBoard* board) : board_(board) {}
 
   // One allreduce (Sum/Prod/Min/Max, Avg and PreMulSum as the communicator
   // resolved them into `op`) by `plan` (not kNone).
   Status Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms);
+
+  // NativeProvider.
+  const char* name() const override { return "board"; }
+  const char* PlanName(NativePlan plan) const override;
+  std::vector<NativeRange> Ranges(Collective coll, const NativeRangeInputs& inputs) const override;
+  Status Run(const Operation& op, NativePlan plan, const std::atomic<bool>& abort, int timeout_ms) override {
+    return Run(op, ToBoardPlan(plan), abort, timeout_ms);
+  }
+  // The peer the last failed Run or ShareRound was waiting for (-1: none).
+  int stuck_peer() const override { return stuck_peer_; }
   // One round in which every rank publishes `bytes` (at most a slot) and
   // copies every rank's payload, in rank order, into `all` (CHORUS_CHECK's
   // exchange, core/call_check.h). Every rank must take it.
   Status ShareRound(const uint8_t* mine, size_t bytes, uint8_t* all, const std::atomic<bool>& abort, int timeout_ms);
   // Board rounds so far (tests).
   uint64_t rounds() const { return round_; }
-  // The peer the last failed Run or ShareRound was waiting for (-1: none;
-  // the flight recorder's "waiting for").
-  int stuck_peer() const { return stuck_peer_; }
 
  private:
   Status OneShotPiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,

@@ -190,7 +190,7 @@ void Communicator::BuildSelection() {
   // Every rank has the board or none; cores_shared_ is decided alike on
   // every rank of the host (the affinity masks), and a board communicator
   // is on one host.
-  inputs.board = board_allreduce_ != nullptr;
+  inputs.native = board_allreduce_.get();
   inputs.shares_cores = cores_shared_;
   selection_ = SelectionTable(inputs);
   selections_.Clear();
@@ -233,13 +233,13 @@ Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (recorder_ != nullptr) waiting_.Clear();
   // A lone allreduce may run on the board instead (core/board_allreduce.h).
-  if (nops == 1 && board_allreduce_ != nullptr && ops[0].kind == Operation::Kind::kCollective &&
-      ops[0].args.count > 0) {
-    const BoardPlan plan = Resolve(ops[0])->selection.BoardFor(ops[0].grouped);
-    if (plan != BoardPlan::kNone) {
-      if (recorder_ != nullptr) recorder_->SetStaticPath(0, plan == BoardPlan::kOneShot ? "board-oneshot" : "board-twophase");
-      Status status = RunOnBoard(ops[0], plan);
-      if (!status.ok() && board_allreduce_->stuck_peer() >= 0) waiting_.AddRecv(board_allreduce_->stuck_peer());
+  const NativeProvider* native = board_allreduce_.get();
+  if (nops == 1 && native != nullptr && ops[0].kind == Operation::Kind::kCollective && ops[0].args.count > 0) {
+    const NativePlan plan = Resolve(ops[0])->selection.NativePlanFor(ops[0].grouped);
+    if (plan != kNoNativePlan) {
+      if (recorder_ != nullptr) recorder_->SetStaticPath(0, native->PlanName(plan));
+      Status status = RunNative(ops[0], plan);
+      if (!status.ok() && native->stuck_peer() >= 0) waiting_.AddRecv(native->stuck_peer());
       return status;
     }
   }
@@ -287,24 +287,28 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   return Status::Ok();
 }
 
-Status Communicator::RunOnBoard(const Operation& op, BoardPlan plan) {
+Status Communicator::RunNative(const Operation& op, NativePlan plan) {
+  NativeProvider* native = board_allreduce_.get();
   if (IsCpuAccessible(op.send_kind) && IsCpuAccessible(op.recv_kind)) {
-    return board_allreduce_->Run(op, plan, stop_, options_.timeout_ms);
+    return native->Run(op, plan, stop_, options_.timeout_ms);
   }
-  // The board's CPU code reads and writes the buffers directly, so memory
+  // A provider's CPU code reads and writes the buffers directly, so memory
   // the CPU cannot touch goes through a host copy moved by its engine.
-  // Staging, rather than leaving the board, keeps every rank on the path
+  // Staging, rather than leaving the provider, keeps every rank on the path
   // the call's shape chose whatever memory each rank passes: a rank on the
-  // board waits for slots that a rank in the executor never fills.
+  // board waits for slots that a rank in the executor never fills. One
+  // buffer, in place: what suits an allreduce, the only collective a
+  // provider runs so far.
+  if (op.args.coll != Collective::kAllReduce) return InternalError("native staging is for allreduce only");
   const size_t bytes = RecvBufferBytes(op.args);
-  uint8_t* host = board_staging_.Reserve(bytes);
+  uint8_t* host = native_staging_.Reserve(bytes);
   Operation staged = op;
   staged.send = host;
   staged.recv = host;
   staged.send_kind = staged.recv_kind = MemoryKind::kHost;
   staged.args.in_place = true;
   CHORUS_RETURN_IF_ERROR(engines().For(op.send_kind)->Copy(host, op.send, bytes));
-  CHORUS_RETURN_IF_ERROR(board_allreduce_->Run(staged, plan, stop_, options_.timeout_ms));
+  CHORUS_RETURN_IF_ERROR(native->Run(staged, plan, stop_, options_.timeout_ms));
   return engines().For(op.recv_kind)->Copy(op.recv, host, bytes);
 }
 

@@ -166,8 +166,9 @@ class Communicator {
   // Waits until `ticket` is due (or the communicator aborted).
   Status AwaitTurn(uint64_t ticket);
   Status RunOperations(const Operation* ops, size_t nops);
-  // A lone allreduce on the board; buffers the CPU cannot touch are staged.
-  Status RunOnBoard(const Operation& op, BoardPlan plan);
+  // A lone collective by the native provider's `plan`; buffers the CPU
+  // cannot touch are staged.
+  Status RunNative(const Operation& op, NativePlan plan);
   // Every rank's `bytes` in rank order (CallChecker's exchange): a board
   // round where the communicator has the board, else a direct allgather on
   // a tag of its own.
@@ -207,7 +208,7 @@ class Communicator {
   SelectionTable selection_;
   SelectionCache selections_;
   Workspace staging_;  // the executor's receive-reduce staging
-  Workspace board_staging_;  // host copies of device buffers on the board
+  Workspace native_staging_;  // host copies of device buffers run natively
   TunerModel tuner_;   // set by the builder's calibration
   // Host of every rank (first-seen numbering of the rendezvous host
   // identities); fixed for the communicator's life, so the schedule cache
@@ -258,6 +259,8 @@ class Communicator {
   // The executor's working memory, reused by every launch.
   ExecutorContext executor_context_;
   // Tiny allreduces when every rank is on this host over shm; null otherwise.
+  // The communicator's native provider (the selection table's native rows)
+  // when there is one, and CHORUS_CHECK's exchange.
   std::unique_ptr<BoardAllReduce> board_allreduce_;
   // CHORUS_CHECK; null when off.
   std::unique_ptr<CallChecker> checker_;

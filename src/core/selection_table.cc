@@ -18,10 +18,6 @@ const char* SourceName(ScheduleSource source) {
   return "?";
 }
 
-const char* PlanName(BoardPlan plan) {
-  return plan == BoardPlan::kOneShot ? "board-oneshot" : plan == BoardPlan::kTwoPhase ? "board-twophase" : "none";
-}
-
 std::string BytesText(size_t bytes) { return bytes == kEveryByte ? std::string("inf") : std::to_string(bytes); }
 
 // The schedule ranges of `coll` without a call-pinned algorithm.
@@ -42,9 +38,15 @@ std::vector<ScheduleRange> ScheduleRangesOf(Collective coll, const SelectionInpu
 
 SelectionTable::SelectionTable(const SelectionInputs& inputs) : inputs_(inputs) {
   for (size_t c = 0; c < kCollectiveCount; ++c) schedules_[c] = ScheduleRangesOf(static_cast<Collective>(c), inputs_);
-  if (inputs_.board) {
-    board_[0] = BoardRanges(inputs_.nranks, /*forced=*/false, inputs_.shares_cores);
-    board_[1] = BoardRanges(inputs_.nranks, /*forced=*/true, inputs_.shares_cores);
+  if (inputs_.native == nullptr) return;
+  for (size_t c = 0; c < kCollectiveCount; ++c) {
+    for (bool forced : {false, true}) {
+      NativeRangeInputs native;
+      native.nranks = inputs_.nranks;
+      native.forced = forced;
+      native.shares_cores = inputs_.shares_cores;
+      native_[forced ? 1 : 0][c] = inputs_.native->Ranges(static_cast<Collective>(c), native);
+    }
   }
 }
 
@@ -77,12 +79,12 @@ Selection SelectionTable::Select(const CollectiveArgs& args, Algorithm requested
   } else {
     selection.algorithm = ScheduleAlgorithm(key, args, &selection, candidates);
   }
-  if (key.coll != Collective::kAllReduce || args.count == 0 || key.memory != MemoryKind::kHost) return selection;
+  if (args.count == 0 || key.memory != MemoryKind::kHost) return selection;
   const bool forced = pinned || selection.source == ScheduleSource::kForced;
-  for (const NativeRange& range : board_ranges(forced)) {
+  for (const NativeRange& range : native_ranges(key.coll, forced)) {
     if (key.bytes < range.first || key.bytes > range.last) continue;
     if (range.stands_in_for != Algorithm::kAuto && range.stands_in_for != selection.algorithm) continue;
-    selection.board = range.plan;
+    selection.native_plan = range.plan;
     break;
   }
   return selection;
@@ -90,19 +92,18 @@ Selection SelectionTable::Select(const CollectiveArgs& args, Algorithm requested
 
 std::string SelectionTable::Describe() const {
   std::ostringstream out;
-  out << "# selection table: p=" << inputs_.nranks << (inputs_.board ? " board" : " no board")
-      << (inputs_.board ? (inputs_.shares_cores ? " (ranks share cores)" : " (a core per rank)") : "")
+  const NativeProvider* native = inputs_.native;
+  out << "# selection table: p=" << inputs_.nranks << " " << (native != nullptr ? native->name() : "no native provider")
+      << (native != nullptr ? (inputs_.shares_cores ? " (ranks share cores)" : " (a core per rank)") : "")
       << "; first matching row per collective; native rows before schedules\n";
   for (size_t c = 0; c < kCollectiveCount; ++c) {
     const Collective coll = static_cast<Collective>(c);
-    if (coll == Collective::kAllReduce) {
-      for (const NativeRange& range : board_ranges(false)) {
-        out << "  " << CollectiveName(coll) << " " << range.first << ".." << BytesText(range.last) << " B: native "
-            << PlanName(range.plan) << " (";
-        if (range.stands_in_for == Algorithm::kAuto) out << "instead of any schedule";
-        else out << "where the schedule is " << AlgorithmName(range.stands_in_for);
-        out << "; fallback in a group: the schedule)\n";
-      }
+    for (const NativeRange& range : native_ranges(coll, false)) {
+      out << "  " << CollectiveName(coll) << " " << range.first << ".." << BytesText(range.last) << " B: native "
+          << native->PlanName(range.plan) << " (";
+      if (range.stands_in_for == Algorithm::kAuto) out << "instead of any schedule";
+      else out << "where the schedule is " << AlgorithmName(range.stands_in_for);
+      out << "; fallback in a group: the schedule)\n";
     }
     for (const ScheduleRange& range : schedule_ranges(coll)) {
       out << "  " << CollectiveName(coll) << " " << range.first << ".." << BytesText(range.last) << " B: schedule ";

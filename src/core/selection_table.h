@@ -5,16 +5,16 @@
 //     the range (CHORUS_ALGO, or the size rule without a tuner) or chosen
 //     per size by the cost model (CHORUS_TUNER=model, CHORUS_TUNE_FILE),
 //     whose predicted time is the score; or
-//   - a native provider, which runs the call without schedules: the shm
-//     board (core/board_allreduce.h), in its range always or where the
-//     schedule resolved to the algorithm it stands in for. Its fallback is
-//     the range's schedule, which runs a call the provider cannot take (one
-//     launched in a group).
+//   - a native provider (core/native_provider.h), which runs the call
+//     without schedules: the shm board (core/board_allreduce.h) is one; in
+//     its range always or where the schedule resolved to the algorithm it
+//     stands in for. Its fallback is the range's schedule, which runs a call
+//     the provider cannot take (one launched in a group).
 // Native ranges come first: the first one that matches decides.
 //
 // Every input is alike on every rank (the options, the agreed tuner model,
-// the hosts, whether the board serves every rank, the transport's
-// shares_cores), so every rank selects alike for the same call.
+// the hosts, the native provider, the transport's shares_cores), so every
+// rank selects alike for the same call.
 //
 // SelectionCache remembers the selection and the schedule of the last few
 // call shapes, so that a repeated call neither selects again nor looks the
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "core/board_allreduce.h"
+#include "core/native_provider.h"
 #include "core/tuner.h"
 #include "transports/transport.h"
 
@@ -45,7 +45,7 @@ struct SelectionKey {
   // are looked up as host whatever their buffers: each rank classifies its
   // own buffers, which may differ between ranks, and every rank must take
   // the same path. Device buffers take the host ranges' paths, staged (the
-  // executor's staging; around the board, Communicator::RunOnBoard).
+  // executor's staging; around a native provider, Communicator::RunNative).
   MemoryKind memory = MemoryKind::kHost;
 };
 
@@ -69,7 +69,9 @@ struct SelectionInputs {
   const Topology* topology = nullptr;
   TunerModel model;           // valid(): selection by cost
   AlgorithmTable algorithms;  // CHORUS_ALGO
-  bool board = false;         // the shm board serves every rank
+  // Runs the calls of its ranges (every rank has it or none); null: none.
+  // Must outlive the table.
+  const NativeProvider* native = nullptr;
   bool shares_cores = false;  // the transport's shares_cores
 };
 
@@ -77,11 +79,11 @@ struct SelectionInputs {
 struct Selection {
   // The schedule's algorithm; with a native plan, the fallback.
   Algorithm algorithm = Algorithm::kRing;
-  BoardPlan board = BoardPlan::kNone;  // the native provider's plan; kNone: the schedule
+  NativePlan native_plan = kNoNativePlan;  // the native provider's plan; none: the schedule
   ScheduleSource source = ScheduleSource::kSizeRule;  // kForced also for a call that pinned its algorithm
   double predicted_s = 0;  // the cost model's time for `algorithm`; 0 unless kCostModel
-  // What a call launched in a group runs: never the board.
-  BoardPlan BoardFor(bool grouped) const { return grouped ? BoardPlan::kNone : board; }
+  // What a call launched in a group runs: never natively.
+  NativePlan NativePlanFor(bool grouped) const { return grouped ? kNoNativePlan : native_plan; }
 };
 
 class SelectionTable {
@@ -98,9 +100,11 @@ class SelectionTable {
   const std::vector<ScheduleRange>& schedule_ranges(Collective coll) const {
     return schedules_[static_cast<size_t>(coll)];
   }
-  // The board's ranges for allreduce; `forced`: the algorithm was pinned by
-  // the call or CHORUS_ALGO.
-  const std::vector<NativeRange>& board_ranges(bool forced) const { return board_[forced ? 1 : 0]; }
+  // The native provider's ranges of `coll`; `forced`: the algorithm was
+  // pinned by the call or CHORUS_ALGO.
+  const std::vector<NativeRange>& native_ranges(Collective coll, bool forced) const {
+    return native_[forced ? 1 : 0][static_cast<size_t>(coll)];
+  }
 
   // One line per range, collective by collective (chorus_info --tune).
   std::string Describe() const;
@@ -111,7 +115,7 @@ class SelectionTable {
 
   SelectionInputs inputs_;
   std::array<std::vector<ScheduleRange>, kCollectiveCount> schedules_;
-  std::array<std::vector<NativeRange>, 2> board_;  // [forced]
+  std::array<std::array<std::vector<NativeRange>, kCollectiveCount>, 2> native_;  // [forced][collective]
 };
 
 class SelectionCache {

@@ -4,9 +4,12 @@
 // the cache of recent shapes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <vector>
 
 #include "algorithms/topology.h"
+#include "core/board_allreduce.h"
 #include "core/selection_table.h"
 
 namespace chorus {
@@ -79,8 +82,11 @@ TunerModel GridModel(int which) {
   return model;
 }
 
+// The board as a provider of ranges only (its Run is never called here).
+const BoardAllReduce kBoard(nullptr);
+
 char Letter(const Selection& selection, bool grouped) {
-  const BoardPlan plan = selection.BoardFor(grouped);
+  const BoardPlan plan = ToBoardPlan(selection.NativePlanFor(grouped));
   if (plan == BoardPlan::kOneShot) return 'O';
   if (plan == BoardPlan::kTwoPhase) return 'T';
   return kLetters[static_cast<int>(selection.algorithm)];
@@ -109,7 +115,7 @@ TEST(SelectionTableTest, EveryShapeOnOneHostSelectsWhatTheEarlierRulesChose) {
             topology.host_of_rank.assign(p, 0);
             inputs.nranks = p;
             inputs.topology = &topology;
-            inputs.board = board != 0;
+            inputs.native = board != 0 ? &kBoard : nullptr;
             inputs.shares_cores = board >= 2;
             const SelectionTable table(inputs);
             for (size_t c = 0; c < kCollectiveCount; ++c) {
@@ -153,7 +159,7 @@ TEST(SelectionTableTest, BoardRangesAreTheBoardPlanRules) {
   EXPECT_EQ(few[0].stands_in_for, Algorithm::kAuto);
   EXPECT_EQ(few[1].first, kBoardOneShotMaxBytes + 1);
   EXPECT_EQ(few[1].last, kBoardFewRanksMaxBytes);
-  EXPECT_EQ(few[1].plan, BoardPlan::kTwoPhase);
+  EXPECT_EQ(few[1].plan, ToNativePlan(BoardPlan::kTwoPhase));
   EXPECT_EQ(few[2].stands_in_for, Algorithm::kOneShot);
   EXPECT_EQ(few[3].stands_in_for, Algorithm::kDirect);
   EXPECT_EQ(few[3].last, kBoardAllReduceMaxBytes);
@@ -186,7 +192,7 @@ TEST(SelectionTableTest, ForcedAlgorithmIsOneRangeAndTheSizeRuleTwo) {
 TEST(SelectionTableTest, DescribeListsNativeRowsBeforeScheduleRows) {
   SelectionInputs inputs;
   inputs.nranks = 8;
-  inputs.board = true;
+  inputs.native = &kBoard;
   inputs.shares_cores = true;
   const std::string text = SelectionTable(inputs).Describe();
   for (const char* line : {"# selection table: p=8 board (ranks share cores)",
@@ -198,6 +204,48 @@ TEST(SelectionTableTest, DescribeListsNativeRowsBeforeScheduleRows) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
   EXPECT_LT(text.find("native board-oneshot"), text.find("schedule tree"));
+}
+
+// A provider of another collective takes its rows through the same table:
+// nothing in the selection is particular to the board.
+class BroadcastProvider final : public NativeProvider {
+ public:
+  const char* name() const override { return "test-provider"; }
+  const char* PlanName(NativePlan plan) const override { return plan == 7 ? "test-plan" : "none"; }
+  std::vector<NativeRange> Ranges(Collective coll, const NativeRangeInputs& inputs) const override {
+    if (coll != Collective::kBroadcast || inputs.nranks < 2) return {};
+    if (inputs.forced) return {{0, 100, Algorithm::kTree, 7}};
+    return {{0, 100, Algorithm::kAuto, 7}};
+  }
+  Status Run(const Operation&, NativePlan, const std::atomic<bool>&, int) override { return Status::Ok(); }
+  int stuck_peer() const override { return -1; }
+};
+
+TEST(SelectionTableTest, AnyNativeProviderTakesItsRangesBeforeTheSchedules) {
+  const BroadcastProvider provider;
+  SelectionInputs inputs;
+  inputs.nranks = 4;
+  inputs.native = &provider;
+  const SelectionTable table(inputs);
+  CollectiveArgs args;
+  args.coll = Collective::kBroadcast;
+  args.dtype = chorusUint8;
+  args.nranks = 4;
+  args.count = 100;
+  EXPECT_EQ(table.Select(args, Algorithm::kAuto).native_plan, 7);
+  EXPECT_EQ(table.Select(args, Algorithm::kAuto).NativePlanFor(/*grouped=*/true), kNoNativePlan);
+  args.count = 101;
+  EXPECT_EQ(table.Select(args, Algorithm::kAuto).native_plan, kNoNativePlan);
+  args.count = 100;
+  // Pinned: the forced rows, only where the schedule is tree.
+  EXPECT_EQ(table.Select(args, Algorithm::kTree).native_plan, 7);
+  EXPECT_EQ(table.Select(args, Algorithm::kRing).native_plan, kNoNativePlan);
+  args.coll = Collective::kAllReduce;
+  EXPECT_EQ(table.Select(args, Algorithm::kAuto).native_plan, kNoNativePlan);
+  const std::string text = table.Describe();
+  EXPECT_NE(text.find("# selection table: p=4 test-provider"), std::string::npos) << text;
+  EXPECT_NE(text.find("broadcast 0..100 B: native test-plan (instead of any schedule"), std::string::npos) << text;
+  EXPECT_EQ(SelectionTable(SelectionInputs()).Describe().find("# selection table: p=1 no native provider"), 0u);
 }
 
 CollectiveArgs AllReduceOf(size_t count) {
