@@ -122,9 +122,10 @@ fi
 # Ranks as threads over shared memory and TCP under ThreadSanitizer: the
 # threaded transport and API tests, and the MPI drop-in's check programs
 # (threads on their own communicators, mpi4py, Fortran) and hpcc with the
-# instrumented interposer preloaded after the TSan runtime (scripts/sanitize.sh builds only them, in
-# build-tsan/). Each binary counts as one test, failing on any report.
-# CHORUS_TEST_SANITIZERS=0 skips this stage too.
+# instrumented interposer preloaded after the TSan runtime
+# (scripts/sanitize.sh builds only them, in build-tsan/). Each binary counts
+# as one test, failing on any report. CHORUS_TEST_SANITIZERS=0 skips this
+# stage too.
 if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
   echo "=== tsan: threaded shm, TCP, API and MPI drop-in tests under ThreadSanitizer"
   run_stage tsan env CHORUS_SANITIZE_LAYERS="transports api mpi" \
