@@ -59,11 +59,9 @@ std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores)
 }
 
 BoardPlan ChooseBoardPlan(size_t bytes, int nranks, Algorithm chosen, bool forced, bool shares_cores) {
-  for (const NativeRange& range : BoardRanges(nranks, forced, shares_cores)) {
-    if (bytes < range.first || bytes > range.last) continue;
-    if (range.stands_in_for == Algorithm::kAuto || range.stands_in_for == chosen) return ToBoardPlan(range.plan);
-  }
-  return BoardPlan::kNone;
+  const std::vector<NativeRange> ranges = BoardRanges(nranks, forced, shares_cores);
+  const NativeRange* range = FindNativeRange(ranges, bytes, chosen);
+  return range != nullptr ? ToBoardPlan(range->plan) : BoardPlan::kNone;
 }
 
 const char* BoardAllReduce::PlanName(NativePlan plan) const {

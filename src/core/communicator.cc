@@ -190,7 +190,7 @@ void Communicator::BuildSelection() {
   // Every rank has the board or none; cores_shared_ is decided alike on
   // every rank of the host (the affinity masks), and a board communicator
   // is on one host.
-  inputs.native = board_allreduce_.get();
+  inputs.native = native_provider();
   inputs.shares_cores = cores_shared_;
   selection_ = SelectionTable(inputs);
   selections_.Clear();
@@ -233,7 +233,7 @@ Status Communicator::ScheduleFor(const Operation& op, const CollectiveArgs& args
 Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (recorder_ != nullptr) waiting_.Clear();
   // A lone allreduce may run on the board instead (core/board_allreduce.h).
-  const NativeProvider* native = board_allreduce_.get();
+  const NativeProvider* native = native_provider();
   if (nops == 1 && native != nullptr && ops[0].kind == Operation::Kind::kCollective && ops[0].args.count > 0) {
     const NativePlan plan = Resolve(ops[0])->selection.NativePlanFor(ops[0].grouped);
     if (plan != kNoNativePlan) {
@@ -288,7 +288,7 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
 }
 
 Status Communicator::RunNative(const Operation& op, NativePlan plan) {
-  NativeProvider* native = board_allreduce_.get();
+  NativeProvider* native = native_provider();
   if (IsCpuAccessible(op.send_kind) && IsCpuAccessible(op.recv_kind)) {
     return native->Run(op, plan, stop_, options_.timeout_ms);
   }

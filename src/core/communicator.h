@@ -166,6 +166,8 @@ class Communicator {
   // Waits until `ticket` is due (or the communicator aborted).
   Status AwaitTurn(uint64_t ticket);
   Status RunOperations(const Operation* ops, size_t nops);
+  // The selection table's native provider (the board); null: none.
+  NativeProvider* native_provider() const { return board_allreduce_.get(); }
   // A lone collective by the native provider's `plan`; buffers the CPU
   // cannot touch are staged.
   Status RunNative(const Operation& op, NativePlan plan);

@@ -34,6 +34,16 @@ struct NativeRange {
   NativePlan plan = kNoNativePlan;
 };
 
+// The first of `ranges` that holds `bytes` and applies where the schedule
+// resolved to `chosen`; null: none (the rule of every native row).
+inline const NativeRange* FindNativeRange(const std::vector<NativeRange>& ranges, size_t bytes, Algorithm chosen) {
+  for (const NativeRange& range : ranges) {
+    if (bytes < range.first || bytes > range.last) continue;
+    if (range.stands_in_for == Algorithm::kAuto || range.stands_in_for == chosen) return &range;
+  }
+  return nullptr;
+}
+
 // What a provider's ranges may depend on: alike on every rank.
 struct NativeRangeInputs {
   int nranks = 1;

@@ -81,12 +81,8 @@ Selection SelectionTable::Select(const CollectiveArgs& args, Algorithm requested
   }
   if (args.count == 0 || key.memory != MemoryKind::kHost) return selection;
   const bool forced = pinned || selection.source == ScheduleSource::kForced;
-  for (const NativeRange& range : native_ranges(key.coll, forced)) {
-    if (key.bytes < range.first || key.bytes > range.last) continue;
-    if (range.stands_in_for != Algorithm::kAuto && range.stands_in_for != selection.algorithm) continue;
-    selection.native_plan = range.plan;
-    break;
-  }
+  const NativeRange* range = FindNativeRange(native_ranges(key.coll, forced), key.bytes, selection.algorithm);
+  if (range != nullptr) selection.native_plan = range->plan;
   return selection;
 }
 
