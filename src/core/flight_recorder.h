@@ -83,6 +83,8 @@ class alignas(64) FlightRecorder {
  private:
   // Entry `i` of the current launch.
   Entry& LaunchEntry(size_t i) const;
+  void BeginWrite(Entry& entry);
+  void EndWrite(Entry& entry);
 
   const TraceIdentity identity_;
   const size_t capacity_;
@@ -95,6 +97,7 @@ class alignas(64) FlightRecorder {
   // launch_skipped_ of its operations did not fit the ring.
   size_t next_slot_ = 0, launch_slot_ = 0, launch_count_ = 0, launch_skipped_ = 0;
   int64_t launch_began_ns_ = 0;
+  uint16_t last_version_ = 0;  // the even version the last write bracket closed with
   uint64_t collectives_ = 0, point_to_point_ = 0;  // sequence numbers given so far
 };
 
