@@ -86,15 +86,20 @@ Status SendInOrder(Transport* transport, int rank) {
 }
 
 TEST(UcxTagTest, NumbersEachDirectionApart) {
-  EXPECT_NE(ucx::MessageTag(true, 3, 5), ucx::MessageTag(false, 3, 5));
-  EXPECT_NE(ucx::MessageTag(false, 3, 5), ucx::MessageTag(false, 4, 5));
-  EXPECT_NE(ucx::MessageTag(false, 3, 5), ucx::MessageTag(false, 3, 6));
-  // The sequence wraps within its field and never spills into the rank.
-  EXPECT_EQ(ucx::MessageTag(false, 3, uint64_t{1} << ucx::kSequenceBits), ucx::MessageTag(false, 3, 0));
-  EXPECT_EQ(ucx::MessageTag(false, ucx::kMaxRanks - 1, ~uint64_t{0}) & (ucx::kHeaderBit | ucx::kNoticeBit), 0u);
+  EXPECT_NE(ucx::MessageTag(3, 5, 7), ucx::MessageTag(4, 5, 7));
+  EXPECT_NE(ucx::MessageTag(3, 5, 7), ucx::MessageTag(3, 6, 7));
+  // A receive matches the rank and the number, whatever the Chorus tag.
+  EXPECT_EQ(ucx::MessageTag(3, 5, 7) & ucx::kMessageMask, ucx::MessageTag(3, 5, 8) & ucx::kMessageMask);
+  EXPECT_NE(ucx::CheckOf(ucx::MessageTag(3, 5, 7)), ucx::CheckOf(ucx::MessageTag(3, 5, 8)));
+  EXPECT_EQ(ucx::CheckOf(ucx::MessageTag(3, 5, 7)), ucx::TagCheck(7));
+  // Tags that differ only in a high bit differ in their check too.
+  EXPECT_NE(ucx::TagCheck(7), ucx::TagCheck(7 | (uint64_t{1} << 60)));
+  // The sequence wraps within its field and never spills into the check or the rank.
+  EXPECT_EQ(ucx::MessageTag(3, uint64_t{1} << ucx::kSequenceBits, 7), ucx::MessageTag(3, 0, 7));
+  EXPECT_EQ(ucx::MessageTag(ucx::kMaxRanks - 1, ~uint64_t{0}, ~uint64_t{0}) & ucx::kNoticeBit, 0u);
+  EXPECT_EQ(ucx::CheckOf(ucx::MessageTag(5, ~uint64_t{0}, 0)), 0u);
   // A closing notice never matches a message.
-  EXPECT_NE(ucx::NoticeTag(3), ucx::MessageTag(false, 3, 0));
-  EXPECT_NE(ucx::NoticeTag(3), ucx::MessageTag(true, 3, 0));
+  EXPECT_NE(ucx::NoticeTag(3) & ucx::kMessageMask, ucx::MessageTag(3, 0, 0) & ucx::kMessageMask);
 }
 
 TEST(UcxAddressTest, RoundTripsAndRejectsGarbage) {

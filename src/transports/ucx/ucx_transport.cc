@@ -39,24 +39,18 @@ struct UcxTransport::Peer {
   bool gone() const { return failure != UCS_OK || closed; }
 };
 
-// One of an Op's two UCP messages (header or payload).
-struct UcxTransport::Part {
-  Op* op = nullptr;
-  void* request = nullptr;  // UCP request in flight; null once complete
-  bool done = false;
-  ucs_status_t status = UCS_OK;
-  size_t length = 0;  // bytes received
-};
-
+// One Chorus message: one UCP message sent from or received into the
+// caller's buffer.
 struct UcxTransport::Op {
   TransferRequest* request = nullptr;  // null once Shutdown let go of it
   Peer* peer = nullptr;
   bool is_send = false;
-  Part header_part;
-  Part payload_part;
-  ucx::WireHeader header;  // sent from or received into here
+  void* ucp_request = nullptr;  // in flight; null once complete
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+  size_t length = 0;        // bytes received
+  uint64_t sender_tag = 0;  // the UCP tag received (its check bits)
   Op* next_free = nullptr;
-  bool done() const { return header_part.done && payload_part.done; }
 };
 
 namespace {
@@ -253,25 +247,27 @@ UcxTransport::Op* UcxTransport::AcquireOp() {
     op = &ops_.back();
   }
   *op = Op();
-  op->header_part.op = op;
-  op->payload_part.op = op;
   return op;
 }
 
 void UcxTransport::SendDone(void* request, ucs_status_t status, void* user_data) {
-  auto* part = static_cast<Part*>(user_data);
-  part->status = status;
-  part->done = true;
-  part->request = nullptr;
+  auto* op = static_cast<Op*>(user_data);
+  op->status = status;
+  op->done = true;
+  op->ucp_request = nullptr;
   ucp_request_free(request);
 }
 
 void UcxTransport::RecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
-  auto* part = static_cast<Part*>(user_data);
-  part->status = status;
-  part->length = status == UCS_OK ? info->length : 0;
-  part->done = true;
-  part->request = nullptr;
+  auto* op = static_cast<Op*>(user_data);
+  op->status = status;
+  // A truncated message (longer than the receive) still reports its tag and length.
+  if (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED) {
+    op->length = info->length;
+    op->sender_tag = info->sender_tag;
+  }
+  op->done = true;
+  op->ucp_request = nullptr;
   ucp_request_free(request);
 }
 
@@ -287,32 +283,32 @@ void UcxTransport::PeerFailed(void* arg, ucp_ep_h, ucs_status_t status) {
   if (peer->failure == UCS_OK) peer->failure = status;
 }
 
-void UcxTransport::StartSend(Peer* peer, Part* part, const void* buffer, size_t bytes, uint64_t tag) {
+void UcxTransport::StartSend(Op* op, const void* buffer, size_t bytes, uint64_t tag) {
   ucp_request_param_t param = {};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = SendDone;
-  param.user_data = part;
-  void* request = ucp_tag_send_nbx(peer->ep, buffer, bytes, tag, &param);
+  param.user_data = op;
+  void* request = ucp_tag_send_nbx(op->peer->ep, buffer, bytes, tag, &param);
   if (request == nullptr || UCS_PTR_IS_ERR(request)) {  // sent at once (buffer reusable), or failed
-    part->status = UCS_PTR_STATUS(request);
-    part->done = true;
+    op->status = UCS_PTR_STATUS(request);
+    op->done = true;
   } else {
-    part->request = request;
+    op->ucp_request = request;
   }
 }
 
-void UcxTransport::StartRecv(Part* part, void* buffer, size_t bytes, uint64_t tag) {
+void UcxTransport::StartRecv(Op* op, void* buffer, size_t bytes, uint64_t tag) {
   ucp_request_param_t param = {};
-  // Always through the callback, which reports the received length.
+  // Always through the callback, which reports the received tag and length.
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.cb.recv = RecvDone;
-  param.user_data = part;
-  void* request = ucp_tag_recv_nbx(worker_, buffer, bytes, tag, ucx::kFullMask, &param);
+  param.user_data = op;
+  void* request = ucp_tag_recv_nbx(worker_, buffer, bytes, tag, ucx::kMessageMask, &param);
   if (UCS_PTR_IS_ERR(request)) {
-    part->status = UCS_PTR_STATUS(request);
-    part->done = true;
+    op->status = UCS_PTR_STATUS(request);
+    op->done = true;
   } else {
-    part->request = request;
+    op->ucp_request = request;
   }
 }
 
@@ -333,16 +329,9 @@ Status UcxTransport::Post(int peer_rank, TransferRequest* request, bool is_send)
   request->done = false;
   request->progress = 0;
   if (is_send) {
-    const uint64_t sequence = peer->sends_posted++;
-    op->header.tag = request->tag;
-    op->header.bytes = request->bytes;
-    StartSend(peer, &op->header_part, &op->header, sizeof(op->header), ucx::MessageTag(true, options_.rank, sequence));
-    StartSend(peer, &op->payload_part, request->buffer, request->bytes,
-              ucx::MessageTag(false, options_.rank, sequence));
+    StartSend(op, request->buffer, request->bytes, ucx::MessageTag(options_.rank, peer->sends_posted++, request->tag));
   } else {
-    const uint64_t sequence = peer->recvs_posted++;
-    StartRecv(&op->header_part, &op->header, sizeof(op->header), ucx::MessageTag(true, peer_rank, sequence));
-    StartRecv(&op->payload_part, request->buffer, request->bytes, ucx::MessageTag(false, peer_rank, sequence));
+    StartRecv(op, request->buffer, request->bytes, ucx::MessageTag(peer_rank, peer->recvs_posted++, request->tag));
   }
   inflight_.push_back(op);
   return Status::Ok();
@@ -356,29 +345,20 @@ Status UcxTransport::PeerFailure(const Peer& peer) {
 Status UcxTransport::FinishOp(Op* op) {
   TransferRequest& request = *op->request;
   const std::string peer = PeerLabel(op->peer->rank);
-  for (const Part* part : {&op->header_part, &op->payload_part}) {
-    // A receive's payload may fail by a length mismatch, told by its header.
-    if (part->status == UCS_OK || (part->status == UCS_ERR_MESSAGE_TRUNCATED && !op->is_send)) continue;
-    if (op->peer->failure != UCS_OK || IsPeerFailure(part->status)) {
+  // A receive may fail by a length mismatch, told below.
+  if (op->status != UCS_OK && !(op->status == UCS_ERR_MESSAGE_TRUNCATED && !op->is_send)) {
+    if (op->peer->failure != UCS_OK || IsPeerFailure(op->status)) {
       return RemoteError("UCX transport: ", peer, " failed (", op->is_send ? "send" : "receive", "): ",
-                         ucs_status_string(op->peer->failure != UCS_OK ? op->peer->failure : part->status));
+                         ucs_status_string(op->peer->failure != UCS_OK ? op->peer->failure : op->status));
     }
-    return UcxError(part->status, StrCat(op->is_send ? "send to " : "receive from ", peer));
+    return UcxError(op->status, StrCat(op->is_send ? "send to " : "receive from ", peer));
   }
   if (!op->is_send) {
-    if (op->header_part.length != sizeof(op->header)) {
-      return InternalError("bad message header from ", peer, " (", op->header_part.length, " bytes)");
-    }
-    if (op->header.tag != request.tag || op->header.bytes != request.bytes) {
+    const bool tag_differs = ucx::CheckOf(op->sender_tag) != ucx::TagCheck(request.tag);
+    if (tag_differs || op->length != request.bytes || op->status != UCS_OK) {
       return InternalError("message mismatch with ", peer, ": expected tag ", request.tag, " with ", request.bytes,
-                           " bytes, got tag ", op->header.tag, " with ", op->header.bytes, " bytes");
-    }
-    if (op->payload_part.status != UCS_OK) {
-      return UcxError(op->payload_part.status, StrCat("receive from ", peer));
-    }
-    if (op->payload_part.length != request.bytes) {
-      return InternalError("message mismatch with ", peer, ": expected ", request.bytes, " bytes, got ",
-                           op->payload_part.length);
+                           " bytes, got ", tag_differs ? std::string("another tag") : StrCat("tag ", request.tag), " with ",
+                           op->length, " bytes");
     }
   }
   request.done = true;
@@ -392,7 +372,7 @@ Status UcxTransport::Drive(bool* progressed) {
   size_t left = 0;
   for (size_t i = 0; i < inflight_.size(); ++i) {
     Op* op = inflight_[i];
-    if (!op->done()) {
+    if (!op->done) {
       inflight_[left++] = op;
       continue;
     }
@@ -474,9 +454,7 @@ void UcxTransport::Teardown() {
   // endpoint below. Either way no TransferRequest is touched again.
   for (Op* op : inflight_) {
     op->request = nullptr;
-    for (Part* part : {&op->header_part, &op->payload_part}) {
-      if (!op->is_send && part->request != nullptr) ucp_request_cancel(worker_, part->request);
-    }
+    if (!op->is_send && op->ucp_request != nullptr) ucp_request_cancel(worker_, op->ucp_request);
   }
   inflight_.clear();
   // Every live peer is told that we are closing: UCX keeps its tcp

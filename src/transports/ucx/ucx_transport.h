@@ -1,9 +1,9 @@
 // UcxTransport: messages over UCP tag matching (UCX 1.13+), one UCP context
-// and one worker per transport. Every Chorus message is two UCP messages, a
-// 16-byte header (tag and length, checked by the receiver) and the payload
-// sent from and received into the caller's buffer, both tagged with the
-// sender's rank and the message's number in that direction (ucx_tag.h), so
-// per-peer order holds whatever order UCP completes them in. Endpoints use
+// and one worker per transport. Every Chorus message is one UCP message,
+// sent from and received into the caller's buffer, tagged with the sender's
+// rank, the message's number in that direction and check bits of the Chorus
+// tag (ucx_tag.h), so per-peer order holds whatever order UCP completes them
+// in, and the receiver checks the tag and the length it got. Endpoints use
 // UCP_ERR_HANDLING_MODE_PEER: a peer's death reaches the error callback, and
 // a peer that shuts down sends a closing notice; either fails Progress,
 // naming the peer, while a transfer to or from it is pending (as TCP's EOF). An idle Progress arms the worker and
@@ -62,14 +62,13 @@ class UcxTransport : public Transport {
   friend Status CreateUcxTransport(const UcxOptions&, std::unique_ptr<Transport>*);
   class UcxEndpoint;
   struct Peer;
-  struct Part;
   struct Op;
 
   explicit UcxTransport(const UcxOptions& options);
   Status Init();
   Status Post(int peer, TransferRequest* request, bool is_send);
-  void StartSend(Peer* peer, Part* part, const void* buffer, size_t bytes, uint64_t tag);
-  void StartRecv(Part* part, void* buffer, size_t bytes, uint64_t tag);
+  void StartSend(Op* op, const void* buffer, size_t bytes, uint64_t tag);
+  void StartRecv(Op* op, void* buffer, size_t bytes, uint64_t tag);
   Op* AcquireOp();
   // Runs the worker until it has nothing to do, then completes finished
   // requests; *progressed: some request finished. Holds mutex_.
