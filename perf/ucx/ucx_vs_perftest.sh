@@ -7,10 +7,11 @@
 #
 # Per round: ucx_perftest tag_bw (one direction, server and client on
 # loopback), Chorus's broadcast_perf on 2 ranks (one direction: the root
-# sends, the other receives) and sendrecv_perf on 2 ranks (each rank sends
-# and receives at once). The Chorus ranks are threads of one process (-t 2),
-# each with its own UCP worker. Prints each round's MB/s, the medians, and
-# the ratio of Chorus's one-direction bandwidth to ucx_perftest's.
+# sends, the other receives; out of place and in place) and sendrecv_perf on
+# 2 ranks (each rank sends and receives at once). The Chorus ranks are
+# threads of one process (-t 2), each with its own UCP worker. Prints each
+# round's MB/s, the medians, and the ratios of Chorus's one-direction
+# bandwidth to ucx_perftest's.
 set -euo pipefail
 
 rounds=5
@@ -48,27 +49,40 @@ perftest_mbs() {
   echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 7 { mibs = $6 } END { if (mibs == "") exit 1; printf "%.0f\n", mibs * 1.048576 }'
 }
 
-# MB/s one direction of a Chorus perf tool at $size: bytes over the
-# out-of-place time per call.
+# MB/s one direction of a Chorus perf tool at $size: bytes over the time
+# per call, out of place and in place ("OUT IN"). Out of place, a broadcast's
+# root also copies its send buffer into its receive buffer, which
+# ucx_perftest does not; in place it moves exactly what ucx_perftest moves.
 chorus_mbs() {
   local tool=$1
   UCX_TLS=$tls CHORUS_TRANSPORT=ucx "$build/perf/$tool" -t 2 -b "$size" -e "$size" -n "$iters" -w 20 2>&1 |
-    awk -v size="$size" '$1 == size { printf "%.0f\n", size / $6; found = 1 } END { if (!found) exit 1 }'
+    awk -v size="$size" '$1 == size { printf "%.0f %.0f\n", size / $6, size / $10; found = 1 } END { if (!found) exit 1 }'
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "# $size bytes, UCX_TLS=$tls, $iters iterations, $rounds rounds; MB/s = 10^6 B/s"
-printf '%-6s %14s %18s %28s\n' round ucx_perftest chorus_broadcast "chorus_sendrecv (each way)"
-perftest=() broadcast=() sendrecv=()
+row() { printf '%-6s %14s %18s %18s %28s\n' "$@"; }
+row round ucx_perftest broadcast_out broadcast_in "sendrecv_out (each way)"
+perftest=() broadcast=() broadcast_in=() sendrecv=()
 for round in $(seq 1 "$rounds"); do
-  p=$(perftest_mbs) b=$(chorus_mbs broadcast_perf) s=$(chorus_mbs sendrecv_perf)
-  perftest+=("$p") broadcast+=("$b") sendrecv+=("$s")
-  printf '%-6s %14s %18s %28s\n' "$round" "$p" "$b" "$s"
+  p=$(perftest_mbs)
+  read -r b bi < <(chorus_mbs broadcast_perf)
+  read -r s _ < <(chorus_mbs sendrecv_perf)
+  perftest+=("$p") broadcast+=("$b") broadcast_in+=("$bi") sendrecv+=("$s")
+  row "$round" "$p" "$b" "$bi" "$s"
 done
 mp=$(printf '%s\n' "${perftest[@]}" | median)
 mb=$(printf '%s\n' "${broadcast[@]}" | median)
+mbi=$(printf '%s\n' "${broadcast_in[@]}" | median)
 ms=$(printf '%s\n' "${sendrecv[@]}" | median)
-printf '%-6s %14s %18s %28s\n' median "$mp" "$mb" "$ms"
-ratios=$(for i in "${!perftest[@]}"; do echo "${broadcast[$i]} ${perftest[$i]}" | awk '{ printf "%.3f\n", $1 / $2 }'; done)
-echo "chorus broadcast / ucx_perftest: ratio of medians $(echo "$mb $mp" | awk '{ printf "%.2f", $1 / $2 }'), median of round ratios $(echo "$ratios" | median)"
+row median "$mp" "$mb" "$mbi" "$ms"
+# Ratio of medians and median of the rounds' ratios, of column $1 to ucx_perftest.
+ratio() {
+  local -n column=$1
+  local median_of=$2 ratios
+  ratios=$(for i in "${!perftest[@]}"; do echo "${column[$i]} ${perftest[$i]}" | awk '{ printf "%.3f\n", $1 / $2 }'; done)
+  echo "ratio of medians $(echo "$median_of $mp" | awk '{ printf "%.2f", $1 / $2 }'), median of round ratios $(echo "$ratios" | median)"
+}
+echo "chorus broadcast out of place / ucx_perftest: $(ratio broadcast "$mb")"
+echo "chorus broadcast in place / ucx_perftest: $(ratio broadcast_in "$mbi")"
