@@ -94,19 +94,28 @@ TEST(ShmChannelTest, DrainedRingRestartsAtItsStart) {
   EXPECT_GE(ring.WrittenSpan(), kRewindBytes);
 }
 
-TEST(ShmChannelTest, RingThatIsNeverDrainedStillWrapsInOrder) {
-  // 100 messages in the ring ahead of the receiver: it is never empty when
-  // the sender looks, so records run to the end and wrap.
+TEST(ShmChannelTest, MessagesInFlightTakeTheRingTheyNeed) {
+  // 100 messages ahead of the receiver: the sender restarts at offset 0
+  // once the receiver has read past the first record of the lap, so it
+  // walks about what is in flight plus the rewind point.
+  const size_t record = sizeof(RecordHeader) + 4096;
   Ring ring;
   Stream(&ring, 4096, 2000, 100);
-  // Up to the last record that fit before the end (the padding after it
-  // is a header only).
-  EXPECT_GT(ring.WrittenSpan(), kRingBytes - 2 * (sizeof(RecordHeader) + 4096));
+  EXPECT_GE(ring.WrittenSpan(), 100 * record);
+  EXPECT_LE(ring.WrittenSpan(), 100 * record + kRewindBytes + kRewindCheckBytes + 2 * record);
 }
 
-TEST(ShmChannelTest, SometimesDrainedRingKeepsEveryMessage) {
-  // Sizes that do not divide the ring, a few in flight: the sender finds
-  // the ring empty at some checks and not at others.
+TEST(ShmChannelTest, FullRingStillWrapsInOrder) {
+  // 240 of the 252 records the ring holds in flight: they need nearly all
+  // of it, and arrive intact and in order across its end.
+  const size_t record = sizeof(RecordHeader) + 4096;
+  Ring ring;
+  Stream(&ring, 4096, 2000, 240);
+  EXPECT_GE(ring.WrittenSpan(), 240 * record);
+}
+
+TEST(ShmChannelTest, FewInFlightKeepEveryMessage) {
+  // Sizes that do not divide the ring, a few in flight.
   for (int lag : {1, 2, 5}) {
     Ring ring;
     Stream(&ring, 3000 + 64 * lag, 1500, lag);

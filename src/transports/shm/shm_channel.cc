@@ -50,19 +50,18 @@ bool ShmOutbound::Reserve(size_t bytes) {
   return ring_bytes_ - (head_ - cached_tail_) >= bytes;
 }
 
-void ShmOutbound::RewindIfDrained(size_t position) {
-  if (position < kRewindBytes || head_ - rewind_checked_ < kRewindCheckBytes) return;
+void ShmOutbound::RewindEarly(size_t position, size_t record_bytes) {
+  if (position < std::max(kRewindBytes, kRewindRecords * record_bytes)) return;
+  if (head_ - rewind_checked_ < kRewindCheckBytes) return;
   rewind_checked_ = head_;
-  if (cached_tail_ != head_) {
-    cached_tail_ = control_->tail.load(std::memory_order_acquire);
-    TsanAcquireShared(control_, &control_->tail);
-    if (cached_tail_ != head_) return;
-  }
-  // Empty: the receiver reads the padding record next and nothing else is
-  // in the ring, so the whole rest of it is free.
+  // The padding to the end and the record at offset 0 after it must fit:
+  // the receiver has read past the first record_bytes of this lap (it need
+  // not have drained the ring).
+  const size_t to_end = ring_bytes_ - position;
+  if (!Reserve(to_end + record_bytes)) return;
   auto* skip = reinterpret_cast<RecordHeader*>(ring_ + position);
   skip->kind = RecordKind::kSkip;
-  head_ += ring_bytes_ - position;
+  head_ += to_end;
 }
 
 void ShmOutbound::Pump(bool* progressed) {
@@ -81,7 +80,7 @@ void ShmOutbound::Pump(bool* progressed) {
     const bool pull = request->bytes >= pull_min_bytes_ && request->bytes > 0;
     const size_t chunk = pull ? 0 : std::min(request->bytes - request->progress, kMaxRecordPayload);
     const size_t record_bytes = sizeof(RecordHeader) + RoundUpToRecord(chunk);
-    RewindIfDrained(head_ % ring_bytes_);
+    RewindEarly(head_ % ring_bytes_, record_bytes);
     const size_t position = head_ % ring_bytes_;
     const size_t to_end = ring_bytes_ - position;
     if (record_bytes > to_end) {

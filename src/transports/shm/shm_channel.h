@@ -70,9 +70,9 @@ class ShmOutbound {
 
  private:
   bool Reserve(size_t bytes);
-  // Where the receiver has drained the ring and the next record would start
-  // past kRewindBytes, pads to the end so that it starts at offset 0.
-  void RewindIfDrained(size_t position);
+  // Where the next record (of `record_bytes`) would start past kRewindBytes
+  // and the ring has room for it at offset 0 after padding to the end, pads.
+  void RewindEarly(size_t position, size_t record_bytes);
 
   RingControl* control_;
   uint8_t* ring_;
@@ -81,7 +81,7 @@ class ShmOutbound {
   size_t pull_min_bytes_;
   uint64_t head_ = 0;
   uint64_t cached_tail_ = 0;
-  uint64_t rewind_checked_ = 0;  // head_ when an empty ring was last looked for
+  uint64_t rewind_checked_ = 0;  // head_ when an early rewind was last looked for
   RequestQueue sends_;          // not yet (fully) written
   RequestQueue awaiting_pull_;  // kPull written; `progress` = ring position the receiver must pass
 };

@@ -39,15 +39,20 @@ inline size_t AutoRingBytes(int nranks) {
   const size_t share = kRingBudgetBytes / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 64 * 64;
   return share > kMaxRingBytes ? kMaxRingBytes : share < kMinRingBytes ? kMinRingBytes : share;
 }
-// A sender whose receiver has drained the ring starts its next record at
-// offset 0 once it is past this many bytes, so that a stream of small
-// messages walks the first pages of the ring over and over instead of all
-// of it: those pages stay mapped in both processes, in the TLB and in the
-// cache (touching a ring page for the first time costs tens of us on a VM,
-// and a 1 MiB ring has 256 of them). Looked for at most once per
-// kRewindCheckBytes, since it reads the receiver's cache line.
+// A sender past this many bytes into the ring starts its next record at
+// offset 0 when the receiver has read far enough into the ring for it to
+// fit there, so that a stream of small messages walks the first pages of
+// the ring over and over instead of all of it: those pages stay mapped in
+// both processes, in the TLB and in the cache (touching a ring page for the
+// first time costs tens of us on a VM, and a 1 MiB ring has 256 of them).
+// Looked for at most once per kRewindCheckBytes, since it may read the
+// receiver's cache line.
 constexpr size_t kRewindBytes = 64 << 10;
 constexpr size_t kRewindCheckBytes = 16 << 10;
+// ...and not before this many records of the size at hand, so that large
+// records (64 KiB on the copy-through-the-ring path) still have room to be
+// written ahead of the receiver.
+constexpr size_t kRewindRecords = 4;
 // Pieces in which a receiver reads and combines a message pulled from
 // another process (ShmTuning::combine_piece_bytes): process_vm_readv costs
 // per call, so pieces are large; 256 KiB still sits in L2.
