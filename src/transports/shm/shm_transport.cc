@@ -210,18 +210,28 @@ Status ShmTransport::Progress(int timeout_ms) {
 Status ShmTransport::Wait(int timeout_ms) {
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::milliseconds(timeout_ms);
+  // Two waits in a row that ended at their first yield: spinning only keeps
+  // the peer off our core. One that goes on past its first yield spins again.
+  constexpr uint32_t kStackedAfter = 2;
+  const Clock::duration spin =
+      ended_at_first_yield_ >= kStackedAfter ? Clock::duration::zero() : Clock::duration(wait_policy_.budget.spin);
+  uint32_t yields = 0;
   while (true) {
     if (wakeup_requested_.exchange(false)) return Status::Ok();
     if (shut_down_.load()) return Fail(InvalidUsage("shm transport was shut down"));
     bool progressed = false;
     CHORUS_RETURN_IF_ERROR(PumpAll(&progressed));
-    if (progressed) return Status::Ok();
+    if (progressed) {
+      if (wait_policy_.budget.spin.count() > 0) ended_at_first_yield_ = yields == 1 ? ended_at_first_yield_ + 1 : 0;
+      return Status::Ok();
+    }
     const Clock::time_point now = Clock::now();
     if (now >= end) return CheckPeers(/*force=*/true, &progressed);
-    if (now - start < wait_policy_.budget.spin) {
+    if (now - start < spin) {
       for (int i = 0; i < 32; ++i) CpuPause();
     } else if (now - start < wait_policy_.budget.yield_until) {
       ::sched_yield();
+      ++yields;
     } else {
       CHORUS_RETURN_IF_ERROR(CheckPeers(/*force=*/true, &progressed));
       if (progressed) return Status::Ok();

@@ -160,6 +160,10 @@ class ShmTransport : public Transport {
   Clock::time_point next_liveness_check_ = {};
   shm::WaitPolicy wait_policy_ = shm::kDedicatedCoresPolicy;
   uint32_t idle_polls_ = 0;  // CheckPeers calls, to read the clock only now and then
+  // Waits in a row that spun in vain and ended at their first yield: the
+  // peer runs on our core (unpinned threads the scheduler stacked there,
+  // e.g. two ranks' stream workers), so the next wait yields at once.
+  uint32_t ended_at_first_yield_ = 0;
   Status error_;
   std::mutex shutdown_mutex_;  // Shutdown vs. Connect publishing the peers
   std::atomic<bool> shut_down_{false};
