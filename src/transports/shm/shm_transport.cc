@@ -233,6 +233,7 @@ Status ShmTransport::Wait(int timeout_ms) {
       ::sched_yield();
       ++yields;
     } else {
+      ended_at_first_yield_ = 0;  // a long wait: the next one spins again
       CHORUS_RETURN_IF_ERROR(CheckPeers(/*force=*/true, &progressed));
       if (progressed) return Status::Ok();
       bool pending = false;
