@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/transports/shm_test_util.h"
+
 namespace chorus {
 namespace shm {
 namespace {
@@ -42,11 +44,8 @@ struct Ring {
   std::unique_ptr<ShmInbound> inbound;
 };
 
-std::vector<uint8_t> Payload(size_t bytes, int seed) {
-  std::vector<uint8_t> payload(bytes);
-  for (size_t i = 0; i < bytes; ++i) payload[i] = static_cast<uint8_t>((i * 7 + seed) % 251);
-  return payload;
-}
+using shm_test::FillPattern;
+using shm_test::Request;
 
 // Sends `count` messages of `bytes`, with `lag` of them in the ring before
 // the receiver takes the oldest; checks each on arrival.
@@ -56,19 +55,16 @@ void Stream(Ring* ring, size_t bytes, int count, int lag) {
   int next_recv = 0;
   for (int i = 0; i < count + lag; ++i) {
     if (i < count) {
-      sent[i] = Payload(bytes, i);
-      sends[i].buffer = sent[i].data();
-      sends[i].bytes = bytes;
-      sends[i].tag = static_cast<uint64_t>(i);
+      sent[i].resize(bytes);
+      FillPattern(&sent[i], 0, 1, static_cast<size_t>(i));
+      sends[i] = Request(sent[i].data(), bytes, static_cast<uint64_t>(i));
       ring->outbound->Push(&sends[i]);
       bool progressed = false;
       ring->outbound->Pump(&progressed);
     }
     if (i < lag) continue;
     received[next_recv].assign(bytes, 0);
-    recvs[next_recv].buffer = received[next_recv].data();
-    recvs[next_recv].bytes = bytes;
-    recvs[next_recv].tag = static_cast<uint64_t>(next_recv);
+    recvs[next_recv] = Request(received[next_recv].data(), bytes, static_cast<uint64_t>(next_recv));
     ring->inbound->Push(&recvs[next_recv]);
     for (int round = 0; round < 100 && !recvs[next_recv].done; ++round) {
       bool progressed = false;

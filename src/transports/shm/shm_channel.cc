@@ -57,11 +57,14 @@ void ShmOutbound::RewindEarly(size_t position, size_t record_bytes) {
   // The padding to the end and the record at offset 0 after it must fit:
   // the receiver has read past the first record_bytes of this lap (it need
   // not have drained the ring).
-  const size_t to_end = ring_bytes_ - position;
-  if (!Reserve(to_end + record_bytes)) return;
+  if (!Reserve(ring_bytes_ - position + record_bytes)) return;
+  PadToEnd(position);
+}
+
+void ShmOutbound::PadToEnd(size_t position) {
   auto* skip = reinterpret_cast<RecordHeader*>(ring_ + position);
   skip->kind = RecordKind::kSkip;
-  head_ += to_end;
+  head_ += ring_bytes_ - position;
 }
 
 void ShmOutbound::Pump(bool* progressed) {
@@ -86,9 +89,7 @@ void ShmOutbound::Pump(bool* progressed) {
     if (record_bytes > to_end) {
       // Records never wrap: pad to the end of the ring.
       if (!Reserve(to_end)) break;
-      auto* skip = reinterpret_cast<RecordHeader*>(ring_ + position);
-      skip->kind = RecordKind::kSkip;
-      head_ += to_end;
+      PadToEnd(position);
     } else {
       if (!Reserve(record_bytes)) break;
       auto* record = reinterpret_cast<RecordHeader*>(ring_ + position);

@@ -73,6 +73,9 @@ class ShmOutbound {
   // Where the next record (of `record_bytes`) would start past kRewindBytes
   // and the ring has room for it at offset 0 after padding to the end, pads.
   void RewindEarly(size_t position, size_t record_bytes);
+  // Writes a skip record at `position` and moves head_ to the ring's end
+  // (the caller has reserved the bytes).
+  void PadToEnd(size_t position);
 
   RingControl* control_;
   uint8_t* ring_;
