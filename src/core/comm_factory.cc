@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/siphash.h"
 #include "bootstrap/heartbeat.h"
+#include "bootstrap/reachability.h"
 #include "core/communicator_builder.h"
 #include "core/launcher.h"
 
@@ -96,6 +97,32 @@ Status ShareRecoveryAddresses(chorusComm* comm, RecoveryEndpoint* endpoint) {
   return Status::Ok();
 }
 
+// After a failed collective, the ranks that no longer answer at all
+// (bootstrap/reachability.h): every other rank in communicators of up to
+// kProbeEveryRankUpTo ranks (a stalled ring's root cause may be anywhere),
+// else the ranks the launch still waited for, so that a large job does not
+// flood every listener.
+constexpr int kProbeEveryRankUpTo = 64;
+constexpr int kProbeWindowMs = 500;
+
+std::string DescribeUnansweringRanks(int rank, const std::vector<std::string>& addresses, const WaitingPeers& waiting) {
+  const int nranks = static_cast<int>(addresses.size());
+  std::vector<int> ranks;
+  if (nranks <= kProbeEveryRankUpTo) {
+    for (int r = 0; r < nranks; ++r) {
+      if (r != rank) ranks.push_back(r);
+    }
+  } else {
+    for (int i = 0; i < waiting.nrecv; ++i) ranks.push_back(waiting.recv_from[i]);
+    for (int i = 0; i < waiting.nsend; ++i) ranks.push_back(waiting.send_to[i]);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  }
+  Reachability reachability;
+  if (ranks.empty() || !ProbeRanks(addresses, ranks, kProbeWindowMs, &reachability).ok()) return "";
+  return DescribeReachability(reachability, kProbeWindowMs);
+}
+
 }  // namespace
 
 namespace {
@@ -149,6 +176,9 @@ Status CreateCommWithOptions(const UniqueIdContents& id, int nranks, int rank, c
   CHORUS_RETURN_IF_ERROR(BuildCommunicator(id, rank, nranks, options, &shell->impl));
   CHORUS_RETURN_IF_ERROR(ShareRecoveryAddresses(shell.get(), endpoint.get())
                              .WithContext(StrCat("rank ", rank, ": sharing recovery addresses")));
+  shell->impl->SetFailureDiagnosis([rank, addresses = endpoint->addresses](const WaitingPeers& waiting) {
+    return DescribeUnansweringRanks(rank, addresses, waiting);
+  });
   std::unique_ptr<Heartbeat> heartbeat;
   std::vector<std::string> heartbeat_addresses;
   if (options.heartbeat_ms > 0 && nranks > 1) {

@@ -129,7 +129,7 @@ Status Communicator::Launch(uint64_t ticket, const Operation* ops, size_t nops) 
     // A failure found outside this launch (the heartbeat) shut the
     // transports down under it: report that cause, not the shutdown.
     if (status.code() == chorusRemoteError && options_.heartbeat_ms > 0) AwaitOutsideCause();
-    if (failed_.load(std::memory_order_acquire)) status = async_error();
+    status = failed_.load(std::memory_order_acquire) ? async_error() : Diagnose(status);
     Fail(status);
   }
   running_ticket_.fetch_add(1, std::memory_order_seq_cst);
@@ -150,6 +150,16 @@ void Communicator::AwaitOutsideCause() {
   while (!failed_.load(std::memory_order_acquire) && !grace.Expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+Status Communicator::Diagnose(const Status& status) {
+  // The heartbeat names a silent peer itself; an abort, a revocation or a
+  // refused call says what happened already.
+  const bool lost_peer = status.code() == chorusTimeout || status.code() == chorusRemoteError;
+  if (!diagnose_ || !lost_peer || options_.heartbeat_ms > 0 || aborted_.load() || revoked_by() >= 0) return status;
+  // Peers waiting on us fail now rather than after the diagnosis.
+  if (transport_) transport_->Shutdown();
+  return Status(status.code(), status.message() + diagnose_(waiting_));
 }
 
 void Communicator::StartCheckingCalls() {

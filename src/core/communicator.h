@@ -21,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -106,6 +107,14 @@ class Communicator {
   // Dumps the recorder to `path` (empty: the expanded CHORUS_TRACE_FILE).
   Status DumpTrace(const std::string& path, const char* reason) const;
 
+  // What the first failure that timed out or lost a peer (not an abort, a
+  // revocation or a mismatch; heartbeat off) adds to its message, given
+  // what the launch still waited for: comm_factory.cc names the ranks that
+  // no longer answer at all. Runs once, after the transport has closed. Call
+  // before the communicator is shared with other threads.
+  using FailureDiagnosis = std::function<std::string(const WaitingPeers& waiting)>;
+  void SetFailureDiagnosis(FailureDiagnosis diagnose) { diagnose_ = std::move(diagnose); }
+
   // Reserves this call's place in the communicator's order. Calls run in
   // ticket order whatever thread or stream runs them.
   uint64_t IssueTicket();
@@ -188,6 +197,8 @@ class Communicator {
   // With the heartbeat on, after a launch failed on a closed connection:
   // waits briefly for the heartbeat to report why (a silent rank).
   void AwaitOutsideCause();
+  // `status` with what diagnose_ adds, where it applies.
+  Status Diagnose(const Status& status);
   // The error of every operation once revoked, naming the revoking rank.
   Status RevokedError() const;
   // Adopts a revocation that a peer's close notice brought; true once revoked.
@@ -272,6 +283,7 @@ class Communicator {
   // Flight recorder; null when off. waiting_ is filled by a failing launch.
   std::unique_ptr<FlightRecorder> recorder_;
   WaitingPeers waiting_;
+  FailureDiagnosis diagnose_;  // null: none
   uint64_t trace_signal_id_ = 0;  // core/trace_signal.h registration; 0: none
 
   ReductionOps reduction_ops_;

@@ -1,7 +1,8 @@
 // A rank dies (SIGKILL, no goodbye) just before or in the middle of a 64 MiB
-// allreduce, or stalls (alive, connections open, never joins). Every survivor must fail with chorusRemoteError or
-// chorusTimeout within CHORUS_TIMEOUT_MS (+ slack), name the peer in
-// chorusGetLastError, and abort cleanly; nothing may hang (the parent kills
+// allreduce, or stalls (alive, connections open, never joins). Every survivor
+// must fail with chorusRemoteError or chorusTimeout within CHORUS_TIMEOUT_MS
+// (+ slack), name the peer in chorusGetLastError (a killed one as refusing
+// connections), and abort cleanly; nothing may hang (the parent kills
 // children at its own deadline and fails the test).
 #include <gtest/gtest.h>
 
@@ -37,6 +38,7 @@ enum SurvivorExit : int {
   kMessageNamesNoPeer = 13,
   kTooSlow = 14,
   kAbortTooSlow = 15,
+  kDeadRankNotReportedGone = 16,
 };
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -47,6 +49,22 @@ bool NamesAPeer(std::string message) {
   std::transform(message.begin(), message.end(), message.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return message.find("peer") != std::string::npos || message.find("rank") != std::string::npos;
+}
+
+// Whether `message` says that `rank` refuses connections (the reachability
+// probe after a failure: core/comm_factory.cc), e.g. "...; rank 1 refuses
+// connections: ..." or "...; rank 1 and rank 3 refuse connections: ...".
+bool SaysRefused(const std::string& message, int rank) {
+  const size_t verb = message.find(" refuse");
+  if (verb == std::string::npos) return false;
+  const size_t clause = message.rfind("; ", verb);
+  if (clause == std::string::npos) return false;
+  const std::string ranks = message.substr(clause, verb - clause) + " ";
+  const std::string wanted = "rank " + std::to_string(rank);
+  for (size_t at = ranks.find(wanted); at != std::string::npos; at = ranks.find(wanted, at + 1)) {
+    if (!std::isdigit(static_cast<unsigned char>(ranks[at + wanted.size()]))) return true;
+  }
+  return false;
 }
 
 [[noreturn]] void DieNow() {
@@ -89,6 +107,8 @@ int RankBody(const chorusUniqueId& id, int nranks, int rank, int victim, Death d
                  Describe(result, comm).c_str());
     if (result != chorusRemoteError && result != chorusTimeout) return kWrongCode;
     if (!NamesAPeer(message)) return kMessageNamesNoPeer;
+    // A killed rank's listener is closed with its process.
+    if (death != Death::kStalls && !SaysRefused(message, victim)) return kDeadRankNotReportedGone;
     if (seconds > kTimeoutMs / 1000.0 + kSlackSeconds) return kTooSlow;
     const auto abort_start = std::chrono::steady_clock::now();
     (void)chorusCommAbort(comm);
@@ -135,7 +155,7 @@ TEST_P(DeadRankTest, EverySurvivorReportsThePeerInTime) {
     } else {
       EXPECT_TRUE(outcome.exited && outcome.exit_code == kReportedDeath)
           << Describe(outcome) << " (codes: 11 never failed, 12 wrong code, 13 message names no "
-          << "peer, 14 too slow, 15 abort too slow)";
+          << "peer, 14 too slow, 15 abort too slow, 16 the dead rank not reported as refusing connections)";
     }
   }
 }
