@@ -162,6 +162,8 @@ class Execution {
   Status ChooseEngine(const Schedule& schedule, size_t index, MemoryKindMask transport_kinds, StepState* state) const;
   Status RunLocalSteps(bool* progressed);
   Status PostTransfers(PeerChannel& channel, bool sending, bool* progressed);
+  // PostTransfers of every channel, sends then receives.
+  Status PostAllTransfers(bool* progressed);
   Status ReapTransfers(PeerChannel& channel, bool* progressed);
   std::string DescribeWaiting() const;
   PeerChannel* channels_begin() const { return s_.channels.data(); }

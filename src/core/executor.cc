@@ -96,6 +96,14 @@ Status Execution::RunLocalSteps(bool* progressed) {
   return Status::Ok();
 }
 
+Status Execution::PostAllTransfers(bool* progressed) {
+  for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
+    CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/true, progressed));
+    CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/false, progressed));
+  }
+  return Status::Ok();
+}
+
 Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progressed) {
   std::vector<uint32_t>& steps = sending ? channel.send_steps : channel.recv_steps;
   size_t& head = sending ? channel.send_head : channel.recv_head;
@@ -214,10 +222,15 @@ Status Execution::Run(const std::atomic<bool>& abort, Deadline deadline) {
   while (remaining_ > 0) {
     if (abort.load(std::memory_order_relaxed)) return RemoteError("rank ", rank_, ": communicator aborted");
     bool progressed = false;
-    CHORUS_RETURN_IF_ERROR(RunLocalSteps(&progressed));
-    for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
-      CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/true, &progressed));
-      CHORUS_RETURN_IF_ERROR(PostTransfers(*channel, /*sending=*/false, &progressed));
+    // Transfers first: a transport that moves bytes on its own (a NIC, a
+    // kernel socket buffer, a peer pulling) works while the local copies and
+    // reductions run. Transfers those steps made ready are posted after them.
+    CHORUS_RETURN_IF_ERROR(PostAllTransfers(&progressed));
+    bool local_progress = false;
+    CHORUS_RETURN_IF_ERROR(RunLocalSteps(&local_progress));
+    if (local_progress) {
+      progressed = true;
+      CHORUS_RETURN_IF_ERROR(PostAllTransfers(&progressed));
     }
     if (remaining_ == 0) break;
     int wait_ms = (progressed || idle_rounds < poll_rounds) ? 0 : std::min(deadline.RemainingMs(), 100);
