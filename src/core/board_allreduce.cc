@@ -99,9 +99,60 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const CollectiveArgs& args = op.args;
   const size_t bytes = count * DataTypeSize(args.dtype);
   const uint64_t round = ++round_;
-  PublishInput(op, round, first, count);
   uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
+  if (UsesLines(bytes)) return OneShotLines(op, first, count, round, abort, timeout_ms);
+  PublishInput(op, round, first, count);
   return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms);
+}
+
+bool BoardAllReduce::UsesLines(size_t bytes) {
+  // Up to the slot's first line the payload travels with the round word.
+  return bytes > shm::kBoardInlineBytes && bytes <= shm::kBoardLinesMaxBytes;
+}
+
+Status BoardAllReduce::OneShotLines(const Operation& op, size_t first, size_t count, uint64_t round,
+                                    const std::atomic<bool>& abort, int timeout_ms) {
+  const CollectiveArgs& args = op.args;
+  const size_t size = DataTypeSize(args.dtype);
+  const size_t bytes = count * size;
+  const uint8_t* input = static_cast<const uint8_t*>(op.send) + first * size;
+  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * size;
+  const int self = board_->rank();
+  // This rank's operand is its input itself, unless it must be scaled
+  // first, or the fold could overwrite it before its turn: in place past
+  // ranks 0 and 1 (the kernels allow only exact aliasing, which ranks 0 and
+  // 1 have), or overlapping the output at another address.
+  alignas(64) uint8_t own[shm::kBoardLinesMaxBytes];
+  const bool overlaps = input < out + bytes && out < input + bytes;
+  const uint8_t* mine = input;
+  if (op.premultiply || (overlaps && (self >= 2 || input != out))) {
+    ScaledInput(op, own, input, count);
+    mine = own;
+  }
+  board_->PublishLines(round, mine, bytes);
+  alignas(64) uint8_t a[shm::kBoardLinesMaxBytes];
+  alignas(64) uint8_t b[shm::kBoardLinesMaxBytes];
+  auto operand = [&](int rank, uint8_t* buffer, const uint8_t** at) -> Status {
+    if (rank == self) {
+      *at = mine;
+      return Status::Ok();
+    }
+    *at = buffer;
+    Status status = board_->AwaitLines(rank, round, bytes, &abort, timeout_ms, buffer);
+    if (!status.ok()) stuck_peer_ = rank;
+    return status;
+  };
+  const uint8_t* x = nullptr;
+  const uint8_t* y = nullptr;
+  CHORUS_RETURN_IF_ERROR(operand(0, a, &x));
+  CHORUS_RETURN_IF_ERROR(operand(1, b, &y));
+  ReduceKernel(out, x, y, count, args.dtype, args.op);
+  for (int rank = 2; rank < board_->nranks(); ++rank) {
+    CHORUS_RETURN_IF_ERROR(operand(rank, b, &y));
+    ReduceKernel(out, out, y, count, args.dtype, args.op);
+  }
+  FinishResult(op, out, count, board_->nranks());
+  return Status::Ok();
 }
 
 Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,

@@ -4,7 +4,9 @@
 // The buffer goes through the board in pieces of at most one slot.
 //   one-shot (one round per piece): each rank copies its piece into its own
 //     slot, publishes it, and folds all slots in rank order,
-//     ((x_0 op x_1) op x_2) ..., straight into its output.
+//     ((x_0 op x_1) op x_2) ..., straight into its output. Pieces of 49
+//     bytes to shm::kBoardLinesMaxBytes go in the slot's line mode
+//     (shm_layout.h): each peer's lines are taken as they land.
 //   two-phase (two rounds per piece, the board form of `direct`): each rank
 //     publishes its piece, folds its 1/p slice of it from all slots in rank
 //     order into its next slot, publishes that, and copies every rank's
@@ -111,6 +113,11 @@ class BoardAllReduce final : public NativeProvider {
 
  private:
   Status OneShotPiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
+                      int timeout_ms);
+  // Line mode (shm_layout.h) for pieces past the slot's first line and up
+  // to kBoardLinesMaxBytes: the same fold, the operands taken line by line.
+  static bool UsesLines(size_t bytes);
+  Status OneShotLines(const Operation& op, size_t first, size_t count, uint64_t round, const std::atomic<bool>& abort,
                       int timeout_ms);
   Status TwoPhasePiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
                        int timeout_ms);

@@ -121,15 +121,17 @@ uint64_t ExpectedRounds(chorusComm_t comm, size_t count, chorusDataType_t dtype,
   return BoardRoundsFor(count, size, ChooseBoardPlan(count * size, nranks, algo, forced, CoresShared(comm)));
 }
 
-// Every dtype x op from 1 element to the largest board call (tiny, mid,
-// one slot, a slot and a bit, several slots), out of place and in place;
+// Every dtype x op from 1 element to the largest board call (tiny, in
+// line mode and just past it, mid, one slot, a slot and a bit, several
+// slots), out of place and in place;
 // "" or the first mismatch. Adds the board rounds the calls should take.
 std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, Algorithm algo, uint64_t* rounds) {
   for (int t = 0; t < chorusNumTypes; ++t) {
     const auto dtype = static_cast<chorusDataType_t>(t);
     const size_t size = DataTypeSize(dtype);
     for (chorusRedOp_t op : kOps) {
-      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, kBoardTinyBytes / size, kBoardTinyBytes / size + 5,
+      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, shm::kBoardLinesMaxBytes / size,
+                           shm::kBoardLinesMaxBytes / size + 1, kBoardTinyBytes / size, kBoardTinyBytes / size + 5,
                            size_t{40000} / size, shm::kBoardPayloadBytes / size,
                            shm::kBoardPayloadBytes / size + 77, kBoardAllReduceMaxBytes / size}) {
         // Calls off the board (direct's tiny sizes) fold in the executor's

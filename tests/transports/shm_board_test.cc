@@ -1,8 +1,9 @@
 // ShmBoard (transports/shm/shm_board.h): publish and read in place over
 // ranks as threads and as forked processes, thousands of rounds (the two
-// slots wrap around many times) of 0 bytes to a whole 64 KiB slot, alike or
-// different per rank, and every way a wait ends early: a peer
-// that dies or shuts down, a mismatched size, the abort flag, the timeout.
+// slots wrap around many times) of 0 bytes to a whole slot, alike or
+// different per rank, a third of them in line mode, and every way a wait
+// ends early: a peer that dies or shuts down, a mismatched size (in either
+// mode), the abort flag, the timeout.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -46,19 +47,32 @@ size_t RoundBytes(uint64_t round, int rank) {
   return 1 + (round * 13) % 200;
 }
 
+// Whether every rank sends `round` in line mode (alike on every rank: only
+// rounds whose sizes all fit the lines).
+bool LineRound(uint64_t round) { return round % 3 == 1 && round % 7 != 0 && round % 11 != 0; }
+
 // Every rank publishes a pattern per round and checks every rank's slot,
-// its own included.
+// its own included; every third round in line mode, so that line rounds
+// follow and precede contiguous ones of other sizes in the same slot.
 std::string ExchangeRounds(int rank, shm::ShmBoard* board, uint64_t rounds) {
   std::atomic<bool> abort{false};
+  std::vector<uint8_t> mine(shm::kBoardLinesMaxBytes), lines(shm::kBoardLinesMaxBytes);
   for (uint64_t round = 1; round <= rounds; ++round) {
     const size_t bytes = RoundBytes(round, rank);
-    uint8_t* outbox = board->OutboxFor(round);
+    const bool line_round = LineRound(round);
+    uint8_t* outbox = line_round ? mine.data() : board->OutboxFor(round);
     for (size_t i = 0; i < bytes; ++i) outbox[i] = PayloadByte(rank, round, i);
-    board->Publish(round, bytes);
+    if (line_round) {
+      board->PublishLines(round, mine.data(), bytes);
+    } else {
+      board->Publish(round, bytes);
+    }
     for (int peer = 0; peer < board->nranks(); ++peer) {
       const uint8_t* payload = nullptr;
       const size_t peer_bytes = RoundBytes(round, peer);
-      Status status = board->Await(peer, round, peer_bytes, &abort, kTestTimeoutMs, &payload);
+      Status status = line_round ? board->AwaitLines(peer, round, peer_bytes, &abort, kTestTimeoutMs, lines.data())
+                                 : board->Await(peer, round, peer_bytes, &abort, kTestTimeoutMs, &payload);
+      if (line_round) payload = lines.data();
       if (!status.ok()) return StrCat("round ", round, ": ", status.message());
       for (size_t i = 0; i < peer_bytes; ++i) {
         if (payload[i] != PayloadByte(peer, round, i)) {
@@ -267,6 +281,23 @@ TEST(ShmBoardTest, PeerShutdownFailsTheWait) {
       return StrCat("expected a shutdown error, got '", status.message(), "'");
     }
     return waited < 2000 ? std::string() : StrCat("took ", waited, " ms");
+  });
+  ExpectAllPassed(errors);
+}
+
+// In line mode too: the stamps carry the size, so the wait goes on to the
+// round word and its size check instead of taking lines of another size.
+TEST(ShmBoardTest, MismatchedSizeInLineModeIsAnError) {
+  std::vector<std::string> errors = RunOnThreads(2, [](int rank, ShmTransport*, shm::ShmBoard* board) {
+    const size_t bytes = rank == 0 ? 200 : 256;
+    std::vector<uint8_t> payload(bytes, 7), got(shm::kBoardLinesMaxBytes);
+    board->PublishLines(1, payload.data(), bytes);
+    std::atomic<bool> abort{false};
+    Status status = board->AwaitLines(1 - rank, 1, bytes, &abort, kTestTimeoutMs, got.data());
+    if (status.ok() || status.code() != chorusInvalidUsage) {
+      return StrCat("expected invalid usage, got '", status.message(), "'");
+    }
+    return std::string();
   });
   ExpectAllPassed(errors);
 }

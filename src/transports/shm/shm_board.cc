@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "base/spin_wait.h"
@@ -59,6 +60,55 @@ void ShmBoard::Publish(uint64_t round, size_t bytes) {
     SegmentHeader* header = members_[peer].header;
     if (header->sleeping.load(std::memory_order_seq_cst) != 0) WakeOwner(header);
   }
+}
+
+void ShmBoard::PublishLines(uint64_t round, const void* src, size_t bytes) {
+  BoardLine* lines = own_area_->slots[round & 1].lines;
+  const uint64_t stamp = BoardLineStamp(round, bytes);
+  const auto* from = static_cast<const uint8_t*>(src);
+  for (size_t at = 0; at < bytes; at += kBoardLineDataBytes, ++lines) {
+    std::memcpy(lines->data, from + at, std::min(kBoardLineDataBytes, bytes - at));
+    lines->stamp.store(stamp, std::memory_order_release);
+  }
+  Publish(round, bytes);
+}
+
+Status ShmBoard::AwaitLines(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
+                            uint8_t* out) {
+  const BoardSlot& slot = members_[peer].area->slots[round & 1];
+  const uint64_t stamp = BoardLineStamp(round, bytes);
+  const size_t count = (bytes + kBoardLineDataBytes - 1) / kBoardLineDataBytes;
+  auto take = [&](size_t line) {
+    const size_t at = line * kBoardLineDataBytes;
+    std::memcpy(out + at, slot.lines[line].data, std::min(kBoardLineDataBytes, bytes - at));
+  };
+  size_t line = 0;
+  // With a core to spare and the peer not on ours, take lines as they land
+  // for a while (a fruitless stretch of polls ends it).
+  const int peer_cpu = members_[peer].area->slots[(round - 1) & 1].cpu.load(std::memory_order_relaxed);
+  if (count > 0 && policy_.budget.spin.count() > 0 && (peer_cpu < 0 || peer_cpu != ::sched_getcpu())) {
+    for (uint32_t fruitless = 0; line < count && fruitless < kPollsBetweenChecks;) {
+      if (slot.lines[line].stamp.load(std::memory_order_acquire) == stamp) {
+        take(line++);
+        fruitless = 0;
+      } else {
+        CpuPause();
+        ++fruitless;
+      }
+    }
+    if (line == count) return Status::Ok();
+  }
+  // The round word is stored after every line: once it is there, so are they.
+  const uint8_t* ignored = nullptr;
+  CHORUS_RETURN_IF_ERROR(Await(peer, round, bytes, abort, timeout_ms, &ignored));
+  for (; line < count; ++line) {
+    if (slot.lines[line].stamp.load(std::memory_order_acquire) != stamp) {
+      return InternalError("shm board: ", members_[peer].label, " published round ", round, " without line ", line,
+                           " of its ", bytes, "-byte payload (corrupt board)");
+    }
+    take(line);
+  }
+  return Status::Ok();
 }
 
 Status ShmBoard::Ready(int peer, uint64_t round, size_t bytes, const uint8_t** payload) const {

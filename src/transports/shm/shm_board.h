@@ -67,6 +67,18 @@ class ShmBoard {
   // wakes peers that sleep waiting for it.
   void Publish(uint64_t round, size_t bytes);
 
+  // Line mode (shm_layout.h), for payloads of up to kBoardLinesMaxBytes;
+  // every rank of a round must use the same mode (callers decide by size).
+  // Copies `bytes` from `src` into this rank's lines of `round`, each
+  // stamped after its data, then publishes as Publish does (the round word
+  // last: sleepers, the size check and the slow path go by it).
+  void PublishLines(uint64_t round, const void* src, size_t bytes);
+  // Copies `peer`'s line-mode payload of `round` into `out` line by line as
+  // the lines land; past a short spin, waits as Await does (and fails as
+  // it does).
+  Status AwaitLines(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
+                    uint8_t* out);
+
   // Waits until `peer`'s slot holds `round` and points *payload at it: valid
   // until the peer publishes round + 2, which it cannot before this rank
   // publishes round + 1 (the invariant above). Fails when

@@ -19,7 +19,7 @@ namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
 // 3: the board area after the rings; 4: 256 KiB board slots; 5: close notice
-constexpr uint32_t kLayoutVersion = 5;
+constexpr uint32_t kLayoutVersion = 6;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
@@ -126,11 +126,31 @@ inline size_t RingStride(size_t ring_bytes) { return sizeof(RingControl) + ring_
 // two-phase board allreduce takes two rounds, not eight (docs/performance.md,
 // "Mid-size allreduce on one host"); 512 KiB per segment.
 constexpr size_t kBoardPayloadBytes = 256 * 1024;
+// Line mode (ShmBoard::PublishLines): a payload of up to kBoardLinesMaxBytes
+// travels in 64-byte lines of kBoardLineDataBytes data each, every line's
+// stamp (round and size) written after its data, so a reader takes each
+// line as it lands instead of waiting for the round word and then fetching
+// the payload's lines: one cache-line trip between the cores, not two, and
+// the reader's fetches overlap the writer's copy. The lines have an area of
+// their own, so a stamp is never a byte of another round's payload.
+constexpr size_t kBoardLineDataBytes = 56;
+// Payload bytes that share the slot's first line with the round word.
+constexpr size_t kBoardInlineBytes = 48;
+constexpr size_t kBoardLinesMaxBytes = 2048;
+constexpr size_t kBoardLines = (kBoardLinesMaxBytes + kBoardLineDataBytes - 1) / kBoardLineDataBytes;
+struct alignas(kCacheLine) BoardLine {
+  uint8_t data[kBoardLineDataBytes];
+  std::atomic<uint64_t> stamp;  // BoardLineStamp(round, bytes) once data holds that round
+};
+static_assert(sizeof(BoardLine) == kCacheLine);
+static_assert(kBoardLinesMaxBytes < (1 << 16), "a line stamp holds the size in 16 bits");
+inline uint64_t BoardLineStamp(uint64_t round, size_t bytes) { return round << 16 | bytes; }
 struct alignas(kCacheLine) BoardSlot {
   std::atomic<uint64_t> round;  // 0: never written
   uint32_t bytes;               // payload bytes of that round
   std::atomic<int32_t> cpu;     // where the owner ran when it published
   uint8_t payload[kBoardPayloadBytes];
+  BoardLine lines[kBoardLines];  // line mode's payload
 };
 struct BoardArea {
   BoardSlot slots[2];  // round r lives in slots[r % 2]
