@@ -18,7 +18,8 @@ namespace chorus {
 namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
-// 3: the board area after the rings; 4: 256 KiB board slots; 5: close notice
+// 3: the board area after the rings; 4: 256 KiB board slots; 5: close notice;
+// 6: the board slots' line area
 constexpr uint32_t kLayoutVersion = 6;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
