@@ -85,8 +85,7 @@ Status ShmBoard::AwaitLines(int peer, uint64_t round, size_t bytes, const std::a
   size_t line = 0;
   // With a core to spare and the peer not on ours, take lines as they land
   // for a while (a fruitless stretch of polls ends it).
-  const int peer_cpu = members_[peer].area->slots[(round - 1) & 1].cpu.load(std::memory_order_relaxed);
-  if (count > 0 && policy_.budget.spin.count() > 0 && (peer_cpu < 0 || peer_cpu != ::sched_getcpu())) {
+  if (count > 0 && !YieldsAtOnce(members_[peer], round)) {
     for (uint32_t fruitless = 0; line < count && fruitless < kPollsBetweenChecks;) {
       if (slot.lines[line].stamp.load(std::memory_order_acquire) == stamp) {
         take(line++);
@@ -109,6 +108,12 @@ Status ShmBoard::AwaitLines(int peer, uint64_t round, size_t bytes, const std::a
     take(line);
   }
   return Status::Ok();
+}
+
+bool ShmBoard::YieldsAtOnce(const Member& member, uint64_t round) const {
+  if (policy_.budget.spin.count() == 0) return true;
+  const int peer_cpu = member.area->slots[(round - 1) & 1].cpu.load(std::memory_order_relaxed);
+  return peer_cpu >= 0 && peer_cpu == ::sched_getcpu();
 }
 
 Status ShmBoard::Ready(int peer, uint64_t round, size_t bytes, const uint8_t** payload) const {
@@ -140,9 +145,8 @@ Status ShmBoard::AwaitSlow(int peer, uint64_t round, size_t bytes, const std::at
   // last published from this very CPU (unpinned ranks that the scheduler
   // stacked on one core while others' work holds the rest): yield at once,
   // since the peer cannot run while we spin.
-  const int peer_cpu = member.area->slots[(round - 1) & 1].cpu.load(std::memory_order_relaxed);
   const bool cores_to_spare = policy_.budget.spin.count() > 0;
-  bool yielding = !cores_to_spare || (peer_cpu >= 0 && peer_cpu == ::sched_getcpu());
+  bool yielding = YieldsAtOnce(member, round);
   const Clock::duration spin =
       cores_to_spare ? std::max<Clock::duration>(policy_.budget.spin, kMinSpin) : Clock::duration::zero();
   const Clock::duration yield_until =

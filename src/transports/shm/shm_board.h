@@ -99,6 +99,9 @@ class ShmBoard {
   Status AwaitSlow(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
                    const uint8_t** payload);
   Status Ready(int peer, uint64_t round, size_t bytes, const uint8_t** payload) const;
+  // A wait for `member`'s `round` that should not spin: ranks outnumber
+  // CPUs, or the peer last published from this very CPU.
+  bool YieldsAtOnce(const Member& member, uint64_t round) const;
   void SleepOnce(const BoardSlot& slot, uint64_t round, int64_t timeout_us);
 
   const int rank_;
