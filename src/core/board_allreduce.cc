@@ -28,6 +28,28 @@ Slice SliceOf(size_t piece_count, size_t element_bytes, int nranks, int rank) {
   return slice;
 }
 
+// dst[0, count) = every rank's operand folded in rank order, as the oneshot
+// schedule folds ((x_0 op x_1) op x_2 ...), then divided for Avg.
+// `operand(rank, scratch, &at)` points `at` at rank's `count` elements,
+// waiting for them where it must; scratch is one of two buffers it may
+// fill (the second operand's is reused for every rank after it).
+template <typename Operand>
+Status FoldOperands(const Operation& op, int nranks, uint8_t* dst, size_t count, uint8_t* scratch0,
+                    uint8_t* scratch1, Operand&& operand) {
+  const CollectiveArgs& args = op.args;
+  const uint8_t* x = nullptr;
+  const uint8_t* y = nullptr;
+  CHORUS_RETURN_IF_ERROR(operand(0, scratch0, &x));
+  CHORUS_RETURN_IF_ERROR(operand(1, scratch1, &y));
+  ReduceKernel(dst, x, y, count, args.dtype, args.op);
+  for (int rank = 2; rank < nranks; ++rank) {
+    CHORUS_RETURN_IF_ERROR(operand(rank, scratch1, &y));
+    ReduceKernel(dst, dst, y, count, args.dtype, args.op);
+  }
+  FinishResult(op, dst, count, nranks);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores) {
@@ -99,9 +121,9 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const CollectiveArgs& args = op.args;
   const size_t bytes = count * DataTypeSize(args.dtype);
   const uint64_t round = ++round_;
-  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
   if (UsesLines(bytes)) return OneShotLines(op, first, count, round, abort, timeout_ms);
   PublishInput(op, round, first, count);
+  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
   return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms);
 }
 
@@ -132,43 +154,28 @@ Status BoardAllReduce::OneShotLines(const Operation& op, size_t first, size_t co
   board_->PublishLines(round, mine, bytes);
   alignas(64) uint8_t a[shm::kBoardLinesMaxBytes];
   alignas(64) uint8_t b[shm::kBoardLinesMaxBytes];
-  auto operand = [&](int rank, uint8_t* buffer, const uint8_t** at) -> Status {
-    if (rank == self) {
-      *at = mine;
-      return Status::Ok();
-    }
-    *at = buffer;
-    Status status = board_->AwaitLines(rank, round, bytes, &abort, timeout_ms, buffer);
-    if (!status.ok()) stuck_peer_ = rank;
-    return status;
-  };
-  const uint8_t* x = nullptr;
-  const uint8_t* y = nullptr;
-  CHORUS_RETURN_IF_ERROR(operand(0, a, &x));
-  CHORUS_RETURN_IF_ERROR(operand(1, b, &y));
-  ReduceKernel(out, x, y, count, args.dtype, args.op);
-  for (int rank = 2; rank < board_->nranks(); ++rank) {
-    CHORUS_RETURN_IF_ERROR(operand(rank, b, &y));
-    ReduceKernel(out, out, y, count, args.dtype, args.op);
-  }
-  FinishResult(op, out, count, board_->nranks());
-  return Status::Ok();
+  return FoldOperands(op, board_->nranks(), out, count, a, b,
+                      [&](int rank, uint8_t* scratch, const uint8_t** at) -> Status {
+                        if (rank == self) {
+                          *at = mine;
+                          return Status::Ok();
+                        }
+                        *at = scratch;
+                        Status status = board_->AwaitLines(rank, round, bytes, &abort, timeout_ms, scratch);
+                        if (!status.ok()) stuck_peer_ = rank;
+                        return status;
+                      });
 }
 
 Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,
                                        size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms) {
-  const CollectiveArgs& args = op.args;
-  const uint8_t* zero = nullptr;
-  const uint8_t* next = nullptr;
-  CHORUS_RETURN_IF_ERROR(AwaitPeer(0, round, round_bytes, &abort, timeout_ms, &zero));
-  CHORUS_RETURN_IF_ERROR(AwaitPeer(1, round, round_bytes, &abort, timeout_ms, &next));
-  ReduceKernel(dst, zero + offset, next + offset, count, args.dtype, args.op);
-  for (int rank = 2; rank < board_->nranks(); ++rank) {
-    CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, round_bytes, &abort, timeout_ms, &next));
-    ReduceKernel(dst, dst, next + offset, count, args.dtype, args.op);
-  }
-  FinishResult(op, dst, count, board_->nranks());
-  return Status::Ok();
+  return FoldOperands(op, board_->nranks(), dst, count, nullptr, nullptr,
+                      [&](int rank, uint8_t*, const uint8_t** at) -> Status {
+                        const uint8_t* payload = nullptr;
+                        CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, round_bytes, &abort, timeout_ms, &payload));
+                        *at = payload + offset;
+                        return Status::Ok();
+                      });
 }
 
 Status BoardAllReduce::TwoPhasePiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
