@@ -12,6 +12,12 @@ namespace chorus {
 
 namespace {
 
+// Notes `rank` as gone or unreachable when its attempt ended so.
+void Record(shrink::ProbeState state, int rank, Reachability* out) {
+  if (state == shrink::ProbeState::kGone) out->gone.push_back(rank);
+  if (state == shrink::ProbeState::kUnreachable) out->unreachable.push_back(rank);
+}
+
 // One batch: every attempt started at once, then waited for together.
 Status ProbeBatch(const std::vector<std::string>& addresses, const int* ranks, size_t count, int window_ms,
                   Reachability* out) {
@@ -27,8 +33,7 @@ Status ProbeBatch(const std::vector<std::string>& addresses, const int* ranks, s
     // An address this rank cannot even parse tells nothing about its owner.
     if (!shrink::StartProbe(addresses[rank], &attempt, &state).ok()) continue;
     ++out->probed;
-    if (state == shrink::ProbeState::kGone) out->gone.push_back(rank);
-    if (state == shrink::ProbeState::kUnreachable) out->unreachable.push_back(rank);
+    Record(state, rank, out);
     if (state == shrink::ProbeState::kPending) pending.push_back({rank, std::move(attempt)});
   }
   const Deadline window = Deadline::AfterMs(window_ms);
@@ -42,13 +47,10 @@ Status ProbeBatch(const std::vector<std::string>& addresses, const int* ranks, s
     for (size_t i = 0; i < pending.size(); ++i) {
       shrink::ProbeState state = shrink::ProbeState::kPending;
       if (fds[i].revents != 0) CHORUS_RETURN_IF_ERROR(shrink::FinishProbe(&pending[i].socket, &state));
+      Record(state, pending[i].rank, out);
       if (state == shrink::ProbeState::kPending) {
         if (left != i) pending[left] = std::move(pending[i]);
         ++left;
-      } else if (state == shrink::ProbeState::kGone) {
-        out->gone.push_back(pending[i].rank);
-      } else if (state == shrink::ProbeState::kUnreachable) {
-        out->unreachable.push_back(pending[i].rank);
       }
     }
     pending.resize(left);
