@@ -142,7 +142,7 @@ fi
 echo "=== rdma: verbs tests in the soft-RoCE guest (CHORUS_RDMA_VM=0 skips them)"
 rdma_api_tests=()
 for name in reduction_collectives data_movement_collectives p2p multiprocess dead_rank split revoke streams \
-  concurrent_comms errors; do
+  concurrent_comms errors register; do
   rdma_api_tests+=("$CHORUS_BUILD_DIR/tests/api/${name}_test")
 done
 run_stage rdma env CHORUS_RDMA_VM_TIMEOUT=$((2 * TEST_TIMEOUT_S)) CHORUS_TRANSPORT=ibverbs \

@@ -280,6 +280,24 @@ chorusResult_t chorusCommGetAsyncError(chorusComm_t comm,
  */
 chorusResult_t chorusCommDumpTrace(chorusComm_t comm, const char* path);
 
+/**
+ * Registers `size` bytes at `buff` with `comm`, as NCCL's ncclCommRegister:
+ * collectives and sends/receives on `comm` whose buffers lie inside a
+ * registered range let a transport that moves registered memory directly
+ * (ibverbs: RDMA writes straight from the send buffer into the receive
+ * buffer, no staging copy on either side) use it; other transports need
+ * nothing and ignore it. Registering is optional and never changes results.
+ * The memory must stay allocated until chorusCommDeregister. `*handle`
+ * names the registration. A deregistration while an operation uses the
+ * buffer takes effect when the operation ends.
+ * chorusInvalidArgument: `buff` or `handle` NULL, `size` 0, or the
+ * transport refuses the range (the message says why).
+ */
+chorusResult_t chorusCommRegister(const chorusComm_t comm, void* buff, size_t size, void** handle);
+/** Releases a registration of chorusCommRegister; chorusInvalidArgument
+ *  for a handle that is not one of `comm` (or was deregistered already). */
+chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle);
+
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
 chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
 

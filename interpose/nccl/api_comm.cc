@@ -238,24 +238,18 @@ NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
 // Logging follows CHORUS_DEBUG, read once; there is nothing to reload.
 NCCL_API(void, ncclResetDebugInit, void) {}
 
-// Registration only speeds up NCCL's device transfers; host buffers need
-// none, so registering succeeds and the handle is the buffer itself.
+// Registration lets a transport that moves registered memory directly
+// (ibverbs) skip its staging copies; others ignore it (chorusCommRegister).
 NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  (void)size;
   const char* api = "ncclCommRegister";
   if (comm == nullptr) return Fail(ncclInvalidArgument, api, "comm is NULL");
-  if (handle == nullptr) return Fail(ncclInvalidArgument, api, "handle is NULL");
-  int nranks = 0;
-  ncclResult_t result = FromChorus(chorusCommCount(ToChorus(comm), &nranks), api);
-  if (result != ncclSuccess) return result;
-  *handle = buff;
-  return ncclSuccess;
+  return FromChorus(chorusCommRegister(ToChorus(comm), buff, size, handle), api);
 }
 
 NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
-  (void)handle;
-  if (comm == nullptr) return Fail(ncclInvalidArgument, "ncclCommDeregister", "comm is NULL");
-  return ncclSuccess;
+  const char* api = "ncclCommDeregister";
+  if (comm == nullptr) return Fail(ncclInvalidArgument, api, "comm is NULL");
+  return FromChorus(chorusCommDeregister(ToChorus(comm), handle), api);
 }
 
 NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,

@@ -90,7 +90,11 @@ ParseOutcome ParseOptions(int argc, char** argv, Options* options, std::string* 
       case 'w': ok = SetInt(optarg, 0, 1 << 30, &options->warmup_iters); break;
       case 'N': ok = SetInt(optarg, 0, 1 << 30, &options->run_cycles); break;
       case 'c': ok = SetInt(optarg, 0, 1 << 20, &options->check); break;
-      case 'p': case 'G': case 'R': ok = ParseInt(optarg, 0, 1 << 30, &value); break;  // no meaning on host
+      case 'p': case 'G': ok = ParseInt(optarg, 0, 1 << 30, &value); break;  // no meaning on host
+      case 'R':
+        ok = ParseInt(optarg, 0, 2, &value);
+        options->local_register = value >= 1;
+        break;
       case 'o': {
         auto ops = ParseOps(optarg);
         ok = ops.has_value();
@@ -174,7 +178,7 @@ std::string UsageText(const char* program) {
       "\t[-G,--cudagraph <num graph launches>] (accepted, ignored on host)\n"
       "\t[-C,--report_cputime <0/1>] \n"
       "\t[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n"
-      "\t[-R,--local_register <1/0>] (accepted, ignored on host)\n"
+      "\t[-R,--local_register <1/0>] 1: register the buffers with chorusCommRegister\n"
       "\t[-A,--algo <algorithm>] as CHORUS_ALGO (e.g. ring, tree)\n"
       "\t[-J,--output_file <file>] write the results as JSON\n"
       "\t[-h,--help]\n"

@@ -30,6 +30,7 @@ struct Options {
   int timeout_s = 0;       // -T: deadline of each wait (0: CHORUS_TIMEOUT_MS)
   bool report_cputime = false;  // -C
   int average = 1;         // -a: time across ranks: 0 rank 0, 1 avg, 2 min, 3 max
+  bool local_register = false;  // -R: register the buffers (chorusCommRegister)
   std::string algo;        // -A
   std::string json_path;   // -J
   int ranks_per_process() const { return threads * gpus; }

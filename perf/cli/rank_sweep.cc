@@ -94,6 +94,7 @@ class RankSweep {
   StreamHandle stream_;
   Buffer send_;
   Buffer recv_;
+  std::vector<void*> registrations_;  // -R: released with the communicator at the latest
   std::vector<size_t> sizes_;
   std::unique_ptr<Reporter> reporter_;  // rank 0 only
   int seed_ = 0;
@@ -169,6 +170,16 @@ bool RankSweep::Setup() {
   }
   std::memset(send_.get(), 0, bytes);
   std::memset(recv_.get(), 0, bytes * RecvAllocationFactor(kind_));
+  if (options_.local_register) {
+    void* handle = nullptr;
+    if (!Check(chorusCommRegister(comm_, send_.get(), bytes, &handle), "chorusCommRegister")) return false;
+    registrations_.push_back(handle);
+    if (!Check(chorusCommRegister(comm_, recv_.get(), bytes * RecvAllocationFactor(kind_), &handle),
+               "chorusCommRegister")) {
+      return false;
+    }
+    registrations_.push_back(handle);
+  }
   sizes_ = SweepSizes(options_);
 
   IdentityRecord mine{};
@@ -346,7 +357,11 @@ int RankSweep::Run() {
     return kExitCallFailed;
   }
   stream_.reset();
-  const bool finished = !reporter_ || reporter_->Finish(failed_results_);
+  bool deregistered = true;
+  for (void* handle : registrations_) {
+    deregistered = Check(chorusCommDeregister(comm_, handle), "chorusCommDeregister") && deregistered;
+  }
+  const bool finished = (!reporter_ || reporter_->Finish(failed_results_)) && deregistered;
   if (!Check(chorusCommDestroy(comm_), "chorusCommDestroy") || !finished) return kExitCallFailed;
   return failed_results_ == 0 ? kExitOk : kExitWrongResults;
 }

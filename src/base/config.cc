@@ -61,6 +61,10 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
       {"CHORUS_IB_SLOTS", "int", "16",
        "ibverbs transport: slots in each sender's receive ring on its peer (the credits it may have in flight); "
        "2..1024, alike on every rank. Each connected peer costs slots x slot bytes twice (ring and staging)."},
+      {"CHORUS_IB_DIRECT_BYTES", "bytes", "64K",
+       "ibverbs transport: a receive of at least this many bytes into memory registered with chorusCommRegister "
+       "(no combining) is offered to the sender, which writes it by RDMA straight into that memory when its own "
+       "buffer is registered too: no staging slot, no copy out. 0: never."},
       {"CHORUS_IB_TIMEOUT", "int", "18",
        "ibverbs transport: RC ack timeout exponent (4.096 us x 2^value per try, as NCCL_IB_TIMEOUT); with "
        "CHORUS_IB_RETRY_CNT it bounds how long a dead peer takes to be noticed; 1..31."},

@@ -212,6 +212,23 @@ chorusResult_t chorusCommDumpTrace(chorusComm_t comm, const char* path) {
   return chorus::Report(comm, status.WithContext("chorusCommDumpTrace"));
 }
 
+chorusResult_t chorusCommRegister(const chorusComm_t comm, void* buff, size_t size, void** handle) {
+  Status status = chorus::CheckComm(comm);
+  if (status.ok() && handle == nullptr) status = InvalidArgument("handle is NULL");
+  const void* registration = nullptr;
+  if (status.ok()) status = comm->impl->RegisterBuffer(buff, size, &registration);
+  if (!status.ok()) return chorus::Report(comm, status.WithContext("chorusCommRegister"));
+  *handle = const_cast<void*>(registration);
+  return chorusSuccess;
+}
+
+chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle) {
+  Status status = chorus::CheckComm(comm);
+  if (status.ok() && handle == nullptr) status = InvalidArgument("handle is NULL");
+  if (status.ok()) status = comm->impl->DeregisterBuffer(handle);
+  return chorus::Report(comm, status.WithContext("chorusCommDeregister"));
+}
+
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count) {
   Status status = chorus::CheckComm(comm);
   if (status.ok() && count == nullptr) status = InvalidArgument("count is NULL");

@@ -37,6 +37,8 @@ void Communicator::AdoptTransport(std::unique_ptr<Transport> transport) {
   transport_ = std::move(transport);
   cores_shared_ = transport_->capabilities().shares_cores;
   if (transport_->capabilities().needs_memory_registration) binding_.RegisterWith(transport_.get());
+  user_registrations_ = std::make_unique<UserRegistrations>(transport_.get());
+  binding_.UseUserRegistrations(user_registrations_.get());
 }
 
 Communicator::~Communicator() {
@@ -61,6 +63,16 @@ uint64_t Communicator::LaunchesWaitingTurn() const {
   const uint64_t issued = next_ticket_.load(std::memory_order_relaxed);
   const uint64_t running = running_ticket_.load(std::memory_order_relaxed);
   return issued > running + 1 ? issued - running - 1 : 0;
+}
+
+Status Communicator::RegisterBuffer(void* pointer, size_t bytes, const void** handle) {
+  if (user_registrations_ == nullptr) return InvalidUsage("the communicator has no transport");
+  return user_registrations_->Add(pointer, bytes, ClassifyBuffer(pointer), handle);
+}
+
+Status Communicator::DeregisterBuffer(const void* handle) {
+  if (user_registrations_ == nullptr) return InvalidUsage("the communicator has no transport");
+  return user_registrations_->Remove(handle);
 }
 
 Status Communicator::DumpTrace(const std::string& path, const char* reason) const {

@@ -44,6 +44,7 @@
 #include "core/selection_table.h"
 #include "core/tuner.h"
 #include "core/user_memory.h"
+#include "core/user_registrations.h"
 #include "core/workspace.h"
 #include "transports/transport.h"
 #include "transports/transport_registry.h"
@@ -106,6 +107,11 @@ class Communicator {
   bool records() const { return recorder_ != nullptr; }
   // Dumps the recorder to `path` (empty: the expanded CHORUS_TRACE_FILE).
   Status DumpTrace(const std::string& path, const char* reason) const;
+
+  // chorusCommRegister / chorusCommDeregister (core/user_registrations.h):
+  // `*handle` names the registration.
+  Status RegisterBuffer(void* pointer, size_t bytes, const void** handle);
+  Status DeregisterBuffer(const void* handle);
 
   // What the first failure that timed out or lost a peer (not an abort, a
   // revocation or a mismatch; heartbeat off) adds to its message, given
@@ -215,6 +221,8 @@ class Communicator {
   const CommOptions options_;
   std::unique_ptr<Transport> transport_;
   bool cores_shared_ = false;  // transport_->capabilities().shares_cores, fixed at Create
+  // The user's registered buffers, released before the transport.
+  std::unique_ptr<UserRegistrations> user_registrations_;
   ScheduleCache schedules_;
   // What runs each call shape (core/selection_table.h), and the last few
   // shapes' selections and schedules.

@@ -160,8 +160,10 @@ void LaunchBinding::AddTagged(std::shared_ptr<const Schedule> schedule, const vo
 }
 
 Status LaunchBinding::RegisterBuffers(ExecutorOptions* options) {
-  if (registrations_ == nullptr) return Status::Ok();
+  const bool user = user_ != nullptr && !user_->empty();
+  if (registrations_ == nullptr && !user) return Status::Ok();
   leases_.clear();
+  user_leases_.clear();
   bound_memory_.assign(bound_.size(), BoundMemory());
   for (size_t i = 0; i < bound_.size(); ++i) {
     const BoundSchedule& b = bound_[i];
@@ -171,9 +173,18 @@ Status LaunchBinding::RegisterBuffers(ExecutorOptions* options) {
           std::make_tuple(BufferId::kRecv, b.recv, b.recv_kind, &memory.recv),
           std::make_tuple(BufferId::kScratch, b.scratch, b.scratch_kind, &memory.scratch)}) {
       const size_t bytes = base != nullptr ? ExtentOf(*b.schedule, buffer) : 0;
+      if (bytes == 0) continue;
+      if (user) {
+        std::shared_ptr<const UserRegistrations::Registration> registration = user_->Find(base, bytes);
+        if (registration != nullptr) {
+          *handle = registration->handle();
+          user_leases_.push_back(std::move(registration));
+          continue;
+        }
+      }
       // A kind the transport does not take is staged through host slots,
       // which carry no registration.
-      if (bytes == 0 || !Contains(registered_kinds_, kind)) continue;
+      if (registrations_ == nullptr || !Contains(registered_kinds_, kind)) continue;
       // Pinned memory is host memory to a transport (ibverbs registers
       // only kHost); a device kind it takes is registered as that kind.
       const MemoryKind registered = IsCpuAccessible(kind) ? MemoryKind::kHost : kind;
@@ -192,6 +203,7 @@ Status LaunchBinding::RegisterBuffers(ExecutorOptions* options) {
 }
 
 void LaunchBinding::ReleaseBuffers() {
+  user_leases_.clear();
   if (registrations_ == nullptr) return;
   for (RegistrationCache::Lease& lease : leases_) registrations_->Release(&lease);
   leases_.clear();

@@ -4,7 +4,8 @@
 // the buffers NCCL ignores on non-roots, see collective.h); sends and
 // receives become one-step schedules (to oneself: local copies). Where the
 // transport needs registered memory, the bound buffers are registered for
-// the execution and released after it.
+// the execution and released after it; buffers the user registered carry
+// their registration.
 //
 // Everything is kept between launches (one launch of a communicator binds
 // at a time), so that a warm small launch allocates nothing.
@@ -19,6 +20,7 @@
 #include "core/executor.h"
 #include "core/operation.h"
 #include "core/registration_cache.h"
+#include "core/user_registrations.h"
 #include "core/workspace.h"
 
 namespace chorus {
@@ -32,6 +34,9 @@ class LaunchBinding {
   // Registrations of bound buffers, for a transport that needs them
   // (TransportCapabilities::needs_memory_registration). Without: none.
   void RegisterWith(Transport* transport);
+  // Buffers the user registered (chorusCommRegister): a bound buffer inside
+  // one carries its handle, for a transport that takes registered memory.
+  void UseUserRegistrations(const UserRegistrations* user) { user_ = user; }
 
   // Starts binding a launch: the last launch's bindings are dropped, their
   // capacity kept.
@@ -54,8 +59,9 @@ class LaunchBinding {
   const std::vector<BoundSchedule>& bound() const { return bound_; }
   bool empty() const { return bound_.empty(); }
 
-  // Registers the bound buffers when the transport needs it and points
-  // `options->memory` at their handles; ReleaseBuffers after the execution.
+  // Points `options->memory` at the bound buffers' handles: the user's
+  // registration covering a buffer, else one from the cache when the
+  // transport needs registration; ReleaseBuffers after the execution.
   Status RegisterBuffers(ExecutorOptions* options);
   void ReleaseBuffers();
 
@@ -80,6 +86,8 @@ class LaunchBinding {
   std::unique_ptr<RegistrationCache> registrations_;
   MemoryKindMask registered_kinds_ = 0;  // the transport's; other kinds are staged, never registered
   std::vector<RegistrationCache::Lease> leases_;  // held for one execution
+  const UserRegistrations* user_ = nullptr;
+  std::vector<std::shared_ptr<const UserRegistrations::Registration>> user_leases_;  // likewise
   std::vector<BoundMemory> bound_memory_;          // the execution's handles
 };
 

@@ -56,6 +56,7 @@ Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, 
     mux->capabilities_.combine_on_receive &= capabilities.combine_on_receive;
     mux->capabilities_.shares_cores |= capabilities.shares_cores;
     mux->capabilities_.needs_memory_registration |= capabilities.needs_memory_registration;
+    mux->capabilities_.takes_registered_memory |= capabilities.takes_registered_memory;
     // A buffer may go to any peer: only the kinds every transport takes.
     mux->capabilities_.memory_kinds &= capabilities.memory_kinds;
   }
@@ -105,10 +106,13 @@ bool TransportMux::ReceivedNotice(CloseNotice* notice) const {
 
 Status TransportMux::RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) {
   *handle = MemoryHandle();
-  if (!capabilities_.needs_memory_registration) return Status::Ok();
+  if (!capabilities_.needs_memory_registration && !capabilities_.takes_registered_memory) return Status::Ok();
   auto set = std::make_unique<MemoryHandleSet>();
   for (Transport* transport : active_) {
-    if (!transport->capabilities().needs_memory_registration) continue;
+    const TransportCapabilities capabilities = transport->capabilities();
+    // A kind a transport does not take is staged on its way there.
+    if (!capabilities.needs_memory_registration && !capabilities.takes_registered_memory) continue;
+    if (!Contains(capabilities.memory_kinds, kind)) continue;
     MemoryHandle one;
     Status status = transport->RegisterMemory(ptr, bytes, kind, &one);
     if (!status.ok()) {

@@ -38,8 +38,9 @@ class TransportMux : public Transport {
   // Tells the peers of every transport; a notice from any transport counts.
   void ShutdownWithNotice(const CloseNotice& notice) override;
   bool ReceivedNotice(CloseNotice* notice) const override;
-  // Registers with every serving transport that needs it; the handle's
-  // `set` holds theirs (each finds its own with MemoryHandle::For).
+  // Registers with every serving transport that needs or takes registered
+  // memory of `kind`; the handle's `set` holds theirs (each finds its own
+  // with MemoryHandle::For).
   Status RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) override;
   void DeregisterMemory(MemoryHandle handle) override;
 

@@ -36,6 +36,11 @@ struct TransportCapabilities {
   // the caller then passes the handle in TransferRequest::memory. TCP and
   // shared memory move bytes from any address and leave it false.
   bool needs_memory_registration = false;
+  // Moves bytes straight from and into memory registered with
+  // RegisterMemory (no staging copy) when a request carries its handle,
+  // though it needs none (verbs): buffers the user registers with the
+  // communicator (chorusCommRegister) are registered with it.
+  bool takes_registered_memory = false;
 };
 
 namespace shm {

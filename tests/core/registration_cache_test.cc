@@ -2,7 +2,9 @@
 // counts registrations: reuse of covering registrations, reference counts,
 // LRU eviction under the entry and byte caps, invalidation, and that the
 // executor's requests carry the handles through a communicator-like path,
-// and which bound buffers a launch registers by their memory kind.
+// and which bound buffers a launch registers by their memory kind; and the
+// buffers a user registers (core/user_registrations.h) over a transport that
+// takes registered memory without needing it.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -11,6 +13,7 @@
 #include "core/launch_binding.h"
 #include "core/registration_cache.h"
 #include "core/transport_mux.h"
+#include "core/user_registrations.h"
 
 namespace chorus {
 namespace {
@@ -274,6 +277,150 @@ TEST(RegistrationCacheTest, ALaunchRegistersOnlyTheKindsTheTransportTakes) {
   EXPECT_EQ(transport.live.begin()->second.ptr, pinned.data());
   EXPECT_EQ(transport.live.begin()->second.kind, MemoryKind::kHost);
   binding.ReleaseBuffers();
+}
+
+// Takes registered memory (as ibverbs) but needs none: launches register
+// nothing of their own.
+class TakingTransport : public CountingTransport {
+ public:
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities capabilities;
+    capabilities.takes_registered_memory = true;
+    return capabilities;
+  }
+};
+
+TEST(UserRegistrationsTest, RegistersOnceAndFindsOnlyWholeRangesInside) {
+  TakingTransport transport;
+  std::vector<uint8_t> memory(4096);
+  UserRegistrations user(&transport);
+  EXPECT_TRUE(user.empty());
+  const void* id = nullptr;
+  ASSERT_TRUE(user.Add(memory.data() + 1024, 2048, MemoryKind::kCudaHostPinned, &id).ok());
+  EXPECT_NE(id, nullptr);
+  EXPECT_FALSE(user.empty());
+  EXPECT_EQ(transport.registrations, 1);
+  ASSERT_EQ(transport.live.size(), 1u);
+  EXPECT_EQ(transport.live.begin()->second.ptr, memory.data() + 1024);
+  EXPECT_EQ(transport.live.begin()->second.bytes, 2048u);
+  EXPECT_EQ(transport.live.begin()->second.kind, MemoryKind::kHost);  // pinned is host memory to a NIC
+  auto found = user.Find(memory.data() + 1024, 2048);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->handle().id, transport.live.begin()->first);
+  EXPECT_NE(user.Find(memory.data() + 2000, 1072), nullptr);  // ends at the range's end
+  EXPECT_EQ(user.Find(memory.data() + 2000, 1073), nullptr);  // one byte past it
+  EXPECT_EQ(user.Find(memory.data() + 1023, 16), nullptr);    // starts before it
+  EXPECT_EQ(user.Find(memory.data(), 8192), nullptr);
+  found.reset();
+  ASSERT_TRUE(user.Remove(id).ok());
+  EXPECT_TRUE(user.empty());
+  EXPECT_EQ(transport.deregistrations, 1);
+  EXPECT_EQ(user.Find(memory.data() + 1024, 2048), nullptr);
+  // Gone: a second removal names the handle.
+  const Status again = user.Remove(id);
+  EXPECT_EQ(again.code(), chorusInvalidArgument);
+  EXPECT_NE(again.message().find("no registration of this communicator"), std::string::npos) << again.message();
+  // Another registry's handle is none of this one's.
+  UserRegistrations other(&transport);
+  const void* theirs = nullptr;
+  ASSERT_TRUE(other.Add(memory.data(), 64, MemoryKind::kHost, &theirs).ok());
+  EXPECT_EQ(user.Remove(theirs).code(), chorusInvalidArgument);
+  ASSERT_TRUE(other.Remove(theirs).ok());
+}
+
+TEST(UserRegistrationsTest, BadRangesAndRefusalsRegisterNothing) {
+  TakingTransport transport;
+  UserRegistrations user(&transport);
+  uint8_t byte = 0;
+  const void* id = &byte;
+  EXPECT_EQ(user.Add(nullptr, 64, MemoryKind::kHost, &id).code(), chorusInvalidArgument);
+  EXPECT_EQ(user.Add(&byte, 0, MemoryKind::kHost, &id).code(), chorusInvalidArgument);
+  EXPECT_EQ(user.Add(&byte, SIZE_MAX, MemoryKind::kHost, &id).code(), chorusInvalidArgument);
+  transport.fail_next = true;
+  const Status refused = user.Add(&byte, 1, MemoryKind::kHost, &id);
+  EXPECT_EQ(refused.code(), chorusSystemError);
+  EXPECT_NE(refused.message().find("cannot pin"), std::string::npos);
+  EXPECT_EQ(id, &byte);
+  EXPECT_TRUE(user.empty());
+  EXPECT_EQ(transport.registrations, 0);
+  EXPECT_EQ(user.Remove(&byte).code(), chorusInvalidArgument);
+}
+
+TEST(UserRegistrationsTest, ALaunchCarriesTheUsersHandleAndHoldsItPastADeregistration) {
+  TakingTransport transport;
+  UserRegistrations user(&transport);
+  std::vector<uint8_t> registered(8192), plain(4096);
+  const void* id = nullptr;
+  ASSERT_TRUE(user.Add(registered.data(), registered.size(), MemoryKind::kHost, &id).ok());
+  const uint64_t handle_id = transport.live.begin()->first;
+  Operation send, recv;
+  send.kind = Operation::Kind::kSend;
+  send.peer = 1;
+  send.bytes = 4096;
+  send.send = registered.data() + 4096;  // a slice of the registration
+  recv.kind = Operation::Kind::kRecv;
+  recv.peer = 1;
+  recv.bytes = plain.size();
+  recv.recv = plain.data();
+  const Operation ops[] = {send, recv};
+
+  LaunchBinding binding(0, 2, DefaultLocalEngines());
+  binding.UseUserRegistrations(&user);
+  binding.Begin();
+  ASSERT_TRUE(binding.AddPointToPoint(ops, 2).ok());
+  ExecutorOptions options;
+  ASSERT_TRUE(binding.RegisterBuffers(&options).ok());
+  ASSERT_NE(options.memory, nullptr);
+  ASSERT_EQ(options.memory->size(), 2u);
+  EXPECT_EQ((*options.memory)[0].send.id, handle_id);
+  EXPECT_TRUE((*options.memory)[1].recv.null());  // not registered, and the transport needs nothing
+  EXPECT_EQ(transport.registrations, 1);
+  // Deregistered while the launch runs: released when it ends.
+  ASSERT_TRUE(user.Remove(id).ok());
+  EXPECT_EQ(transport.deregistrations, 0);
+  binding.ReleaseBuffers();
+  EXPECT_EQ(transport.deregistrations, 1);
+  EXPECT_TRUE(transport.live.empty());
+  // Without registrations a launch hands out no handles at all.
+  binding.Begin();
+  ASSERT_TRUE(binding.AddPointToPoint(ops, 2).ok());
+  ExecutorOptions later;
+  ASSERT_TRUE(binding.RegisterBuffers(&later).ok());
+  EXPECT_EQ(later.memory, nullptr);
+}
+
+TEST(UserRegistrationsTest, AMuxRegistersOnlyWithTransportsThatTakeTheKind) {
+  class Reaching : public TakingTransport {
+   public:
+    class NullEndpoint : public Endpoint {
+     public:
+      int peer() const override { return 1; }
+      Status PostSend(TransferRequest*) override { return Status::Ok(); }
+      Status PostRecv(TransferRequest*) override { return Status::Ok(); }
+    } endpoint_;
+    Endpoint* endpoint(int peer) override { return peer == 1 ? &endpoint_ : nullptr; }
+  };
+  auto owned = std::make_unique<Reaching>();
+  Reaching* inner = owned.get();
+  std::vector<std::unique_ptr<Transport>> transports;
+  transports.push_back(std::move(owned));
+  std::unique_ptr<TransportMux> mux;
+  ASSERT_TRUE(TransportMux::Create(std::move(transports), 0, 2, &mux).ok());
+  EXPECT_FALSE(mux->capabilities().needs_memory_registration);
+  EXPECT_TRUE(mux->capabilities().takes_registered_memory);
+  std::vector<uint8_t> memory(256);
+  {
+    UserRegistrations user(mux.get());
+    const void* host = nullptr;
+    const void* device = nullptr;
+    ASSERT_TRUE(user.Add(memory.data(), 128, MemoryKind::kHost, &host).ok());
+    // A device kind the transport does not take is staged on its way.
+    ASSERT_TRUE(user.Add(memory.data() + 128, 128, MemoryKind::kFakeDevice, &device).ok());
+    EXPECT_EQ(inner->registrations, 1);
+    EXPECT_FALSE(user.Find(memory.data(), 128)->handle().For(inner).null());
+    EXPECT_TRUE(user.Find(memory.data() + 128, 128)->handle().For(inner).null());
+  }
+  EXPECT_EQ(inner->deregistrations, 1);
 }
 
 }  // namespace

@@ -210,6 +210,19 @@ TEST(PerfCliTest, BlockingAggregatedAndAverageModesWork) {
   for (const auto& row : rows) ExpectValidRow(row);
 }
 
+TEST(PerfCliTest, RegisteredBuffersValidate) {
+  // -R 1: the buffers are registered with chorusCommRegister; every row
+  // validates and the run deregisters them cleanly.
+  for (const char* kind : {"all_reduce", "sendrecv", "all_gather"}) {
+    const CliRun run = RunPerf(kind, "-t 2 -b 8 -e 256K -f 8 -n 2 -w 1 -R 1");
+    ASSERT_EQ(run.exit_code, 0) << kind << ": " << run.err;
+    const auto rows = Rows(run.out);
+    EXPECT_EQ(rows.size(), 6u) << kind;
+    for (const auto& row : rows) ExpectValidRow(row);
+    ExpectSummaryOk(run.out);
+  }
+}
+
 TEST(PerfCliTest, LinearStepsAndRanksPerThread) {
   // -i: 1 KiB steps; -t 1 -g 2: two ranks in this process.
   const CliRun run = RunPerf("all_reduce", "-t 1 -g 2 -b 1K -e 3K -i 1K -n 1 -w 0 -A ring");
@@ -232,7 +245,7 @@ TEST(PerfCliTest, NoCheckPrintsNotAvailable) {
 }
 
 TEST(PerfCliTest, BadFlagsGiveUsageAndNonZeroExit) {
-  for (const char* args : {"-q", "-d nosuchtype", "-o nosuchop", "-b 1X", "-b 2K -e 1K", "-a 7", "extra"}) {
+  for (const char* args : {"-q", "-d nosuchtype", "-o nosuchop", "-b 1X", "-b 2K -e 1K", "-a 7", "-R 3", "extra"}) {
     const CliRun run = RunPerf("all_reduce", args);
     EXPECT_EQ(run.exit_code, 2) << args;
     EXPECT_NE(run.err.find("USAGE: all_reduce_perf"), std::string::npos) << args << ": " << run.err;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "transports/ibverbs/ib_connection_blob.h"
+#include "transports/ibverbs/ib_direct.h"
 #include "transports/ibverbs/ib_gid_choice.h"
 #include "transports/ibverbs/ib_hca_list.h"
 #include "transports/ibverbs/ib_slot_ring.h"
@@ -326,7 +327,84 @@ TEST(IbWireTest, WorkIdsCarryKindPeerAndIndex) {
   EXPECT_EQ(WorkPeerOf(id), 0xabcdefu);
   EXPECT_EQ(WorkIndexOf(id), 0x12345678u);
   EXPECT_EQ(WorkKindOf(WorkId(WorkKind::kData, 0, 0)), WorkKind::kData);
-  EXPECT_EQ(sizeof(ControlMessage), 32u);
+  EXPECT_EQ(WorkKindOf(WorkId(WorkKind::kDirect, 3, kOfferWindow)), WorkKind::kDirect);
+  EXPECT_EQ(sizeof(ControlMessage), 48u);
+}
+
+TEST(IbDirectTest, ImmediatesTellDirectWritesFromSlotChunks) {
+  for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{0x7fffffff}, uint64_t{0x80000000}, uint64_t{0xffffffff},
+                     uint64_t{1} << 40}) {
+    EXPECT_FALSE(IsDirectImm(SlotImm(n))) << n;
+    EXPECT_TRUE(IsDirectImm(DirectImm(n))) << n;
+  }
+  EXPECT_EQ(DirectImm(5), 0x80000005u);
+  EXPECT_EQ(DirectImm(0x80000005), 0x80000005u);  // numbers wrap at 31 bits
+  EXPECT_EQ(SlotImm(0x80000005), 5u);
+}
+
+Offer OfferFor(uint64_t number) {
+  Offer offer;
+  offer.number = number;
+  offer.tag = 100 + number;
+  offer.bytes = 1000 * number;
+  offer.address = 0x1000 * number;
+  offer.rkey = static_cast<uint32_t>(number);
+  return offer;
+}
+
+TEST(IbDirectTest, SenderKeepsOffersWithinTheWindowAndDropsStaleOnes) {
+  SenderOffers offers;
+  EXPECT_EQ(offers.For(0), nullptr);
+  ASSERT_TRUE(offers.Received(0, OfferFor(0)));
+  ASSERT_TRUE(offers.Received(0, OfferFor(kOfferWindow - 1)));
+  ASSERT_NE(offers.For(0), nullptr);
+  EXPECT_EQ(offers.For(0)->tag, 100u);
+  ASSERT_NE(offers.For(kOfferWindow - 1), nullptr);
+  EXPECT_EQ(offers.For(kOfferWindow - 1)->address, 0x1000u * (kOfferWindow - 1));
+  EXPECT_EQ(offers.For(1), nullptr);
+  EXPECT_EQ(offers.For(kOfferWindow), nullptr);  // same entry as 0, another number
+  // Beyond the window: the receiver broke the protocol.
+  EXPECT_FALSE(offers.Received(0, OfferFor(kOfferWindow)));
+  // Message 3 already went by slot: its late offer is dropped, not kept.
+  ASSERT_TRUE(offers.Received(4, OfferFor(3)));
+  EXPECT_EQ(offers.For(3), nullptr);
+  // A later number takes the entry over.
+  ASSERT_TRUE(offers.Received(5, OfferFor(kOfferWindow + 2)));
+  ASSERT_TRUE(offers.Received(kOfferWindow + 1, OfferFor(2 * kOfferWindow)));
+  EXPECT_EQ(offers.For(0), nullptr);
+  ASSERT_NE(offers.For(2 * kOfferWindow), nullptr);
+  EXPECT_EQ(offers.For(2 * kOfferWindow)->bytes, 2000u * kOfferWindow);
+}
+
+TEST(IbDirectTest, ADeclineIsAnAnswerToo) {
+  SenderOffers offers;
+  Offer decline = OfferFor(2);
+  decline.declined = true;
+  ASSERT_TRUE(offers.Received(0, decline));
+  ASSERT_NE(offers.For(2), nullptr);
+  EXPECT_TRUE(offers.For(2)->declined);
+  EXPECT_EQ(offers.For(2)->tag, 102u);
+  ASSERT_TRUE(offers.Received(0, OfferFor(3)));
+  EXPECT_FALSE(offers.For(3)->declined);
+  static_assert(sizeof(SlotHeader) <= kSlotHeaderBytes, "the header fits its room");
+}
+
+TEST(IbDirectTest, ReceiverMatchesDirectWritesToOfferedNumbers) {
+  DirectArrivals arrivals;
+  EXPECT_FALSE(arrivals.Has(0));
+  ASSERT_TRUE(arrivals.Arrived(0, DirectImm(3)));
+  EXPECT_TRUE(arrivals.Has(3));
+  EXPECT_FALSE(arrivals.Has(3 + kOfferWindow));
+  arrivals.Take(3);
+  EXPECT_FALSE(arrivals.Has(3));
+  // Outside the window of offered receives: refused.
+  EXPECT_FALSE(arrivals.Arrived(0, DirectImm(kOfferWindow)));
+  EXPECT_FALSE(arrivals.Arrived(10, DirectImm(9)));
+  // Numbers past 2^31 are told apart by the window.
+  const uint64_t next = (uint64_t{1} << 31) - 2;
+  ASSERT_TRUE(arrivals.Arrived(next, DirectImm(next + 5)));
+  EXPECT_TRUE(arrivals.Has(next + 5));
+  EXPECT_FALSE(arrivals.Has(next + 5 - kOfferWindow));
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ inline Status WaitAll(Transport* transport, const std::vector<TransferRequest*>&
 
 // Rank `rank` sends every size to every other rank and receives every size
 // from each (tag 1000 + the size's index), all in flight at once, and checks
-// every byte. With `registered`, the send buffers are registered with the
-// transport first (sent in place). Returns the first failure.
+// every byte. With `registered`, the send and receive buffers are
+// registered with the transport first. Returns the first failure.
 inline Status ExchangeAllSizes(Transport* transport, int rank, int nranks, const std::vector<size_t>& sizes,
                                bool registered = false, int timeout_ms = kTestTimeoutMs) {
   std::vector<std::vector<uint8_t>> send_buffers, recv_buffers;
@@ -72,6 +72,10 @@ inline Status ExchangeAllSizes(Transport* transport, int rank, int nranks, const
       recv.buffer = recv_buffers[buffer].data();
       recv.bytes = sizes[s];
       recv.tag = 1000 + s;
+      if (registered && sizes[s] > 0) {
+        CHORUS_RETURN_IF_ERROR(transport->RegisterMemory(recv.buffer, recv.bytes, MemoryKind::kHost, &recv.memory));
+        handles.push_back(recv.memory);
+      }
       CHORUS_RETURN_IF_ERROR(transport->endpoint(peer)->PostRecv(&recv));
       pending.push_back(&recv);
       TransferRequest& send = requests[next++];

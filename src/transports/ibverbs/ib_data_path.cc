@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -40,70 +41,217 @@ Status IbTransport::Post(int peer_rank, TransferRequest* request, bool is_send) 
     tail->next = request;
   }
   tail = request;
+  if (!is_send && peer->offer_cursor == nullptr) peer->offer_cursor = request;
   // Start at once: a send needs no Progress to leave if credits allow.
   bool progressed = false;
   const Status status = Advance(peer, &progressed);
   return status.ok() ? status : Fail(status);
 }
 
+namespace {
+
+// The registration `memory` names, when it covers [pointer, pointer + bytes).
+const ibv_mr* CoveringRegion(const MemoryHandle& memory, const void* pointer, size_t bytes) {
+  const auto* mr = static_cast<const ibv_mr*>(memory.data);
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  const auto base = reinterpret_cast<uintptr_t>(mr != nullptr ? mr->addr : nullptr);
+  if (mr == nullptr || bytes == 0 || address < base || bytes > mr->length) return nullptr;
+  return address - base <= mr->length - bytes ? mr : nullptr;
+}
+
+}  // namespace
+
+Status IbTransport::WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* payload, const ibv_mr* payload_mr) {
+  const uint32_t slot = peer->credits.NextSlot();
+  uint8_t* staging = peer->staging + static_cast<size_t>(slot) * options_.slot_bytes;
+  header.sequence = static_cast<uint32_t>(peer->credits.written());
+  header.number = peer->send_number;
+  std::memcpy(staging, &header, sizeof(header));
+  ibv_sge sge[2] = {};
+  sge[0].addr = reinterpret_cast<uintptr_t>(staging);
+  sge[0].length = static_cast<uint32_t>(ib::kSlotHeaderBytes + header.chunk_bytes);
+  sge[0].lkey = staging_->mr->lkey;
+  int num_sge = 1;
+  if (payload_mr != nullptr) {
+    sge[0].length = ib::kSlotHeaderBytes;
+    sge[1].addr = reinterpret_cast<uintptr_t>(payload);
+    sge[1].length = header.chunk_bytes;
+    sge[1].lkey = payload_mr->lkey;
+    num_sge = 2;
+  } else if (header.chunk_bytes > 0) {
+    std::memcpy(staging + ib::kSlotHeaderBytes, payload, header.chunk_bytes);
+  }
+  ibv_send_wr wr = {};
+  wr.wr_id = ib::WorkId(ib::WorkKind::kData, peer->rank, slot);
+  wr.sg_list = sge;
+  wr.num_sge = num_sge;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(ib::SlotImm(header.sequence));
+  wr.wr.rdma.remote_addr = peer->remote_ring + static_cast<uint64_t>(slot) * options_.slot_bytes;
+  wr.wr.rdma.rkey = peer->remote_rkey;
+  ibv_send_wr* bad = nullptr;
+  const int err = ibv_post_send(peer->qp, &wr, &bad);
+  if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: ibv_post_send to ", Label(peer->rank)));
+  peer->credits.Wrote();
+  ++peer->sends_outstanding;
+  return Status::Ok();
+}
+
+void IbTransport::PopSend(Peer* peer) {
+  peer->send_head = peer->send_head->next;
+  if (peer->send_head == nullptr) peer->send_tail = nullptr;
+  ++peer->send_number;
+  peer->announced = false;
+}
+
+void IbTransport::PopReceive(Peer* peer) {
+  TransferRequest* request = peer->recv_head;
+  peer->recv_head = request->next;
+  if (peer->recv_head == nullptr) peer->recv_tail = nullptr;
+  if (peer->offer_cursor == request) {
+    peer->offer_cursor = request->next;
+    ++peer->offered;
+  }
+  ++peer->recv_number;
+}
+
+bool IbTransport::Answered(const TransferRequest* request) const {
+  return options_.direct_bytes > 0 && request->bytes >= options_.direct_bytes;
+}
+
+bool IbTransport::DirectReceivable(const TransferRequest* request) const {
+  return Answered(request) && request->combine == nullptr &&
+         CoveringRegion(request->memory.For(this), request->buffer, request->bytes) != nullptr;
+}
+
+ib::ControlMessage IbTransport::Answer(const TransferRequest* request, uint64_t number) const {
+  ib::ControlMessage answer;
+  answer.kind = static_cast<uint32_t>(ib::ControlKind::kDecline);
+  answer.value = number;
+  answer.tag = request->tag;
+  answer.bytes = request->bytes;
+  if (DirectReceivable(request)) {
+    answer.kind = static_cast<uint32_t>(ib::ControlKind::kReady);
+    answer.address = reinterpret_cast<uintptr_t>(request->buffer);
+    answer.rkey = CoveringRegion(request->memory.For(this), request->buffer, request->bytes)->rkey;
+  }
+  return answer;
+}
+
+void IbTransport::OfferReceives(Peer* peer) {
+  if (peer->decline_owed && PostControl(peer, peer->owed_decline)) peer->decline_owed = false;
+  while (peer->offer_cursor != nullptr && peer->offered < peer->recv_number + ib::kOfferWindow) {
+    TransferRequest* request = peer->offer_cursor;
+    // No room now: the next Advance answers it.
+    if (Answered(request) && !PostControl(peer, Answer(request, peer->offered))) return;
+    peer->offer_cursor = request->next;
+    ++peer->offered;
+  }
+}
+
+Status IbTransport::ChooseDirect(Peer* peer, TransferRequest* request, bool* wait) {
+  *wait = false;
+  const bool registered = CoveringRegion(request->memory.For(this), request->buffer, request->bytes) != nullptr;
+  const ib::Offer* offer = peer->offers.For(peer->send_number);
+  if (offer == nullptr) {
+    if (!registered || !Answered(request)) return Status::Ok();
+    // The receive is not posted yet, or its answer is on its way: announce
+    // the message once (a header-only chunk) and wait for the answer.
+    *wait = true;
+    if (peer->announced || peer->credits.available() == 0) return Status::Ok();
+    ib::SlotHeader header;
+    header.tag = request->tag;
+    header.message_bytes = request->bytes;
+    header.flags = ib::kSlotAnnounce;
+    CHORUS_RETURN_IF_ERROR(WriteSlot(peer, header, nullptr, nullptr));
+    peer->announced = true;
+    return Status::Ok();
+  }
+  if (offer->tag != request->tag || offer->bytes != request->bytes) {
+    return InternalError("message mismatch with ", Label(peer->rank), ": it expects tag ", offer->tag, " with ",
+                         offer->bytes, " bytes, this rank sends tag ", request->tag, " with ", request->bytes,
+                         " bytes");
+  }
+  if (offer->declined || !registered) return Status::Ok();
+  // The last message that completed in this entry must have completed here
+  // too; its acknowledgement is on its way.
+  if (peer->completes_with_direct[peer->send_number % ib::kOfferWindow] != nullptr) {
+    *wait = true;
+    return Status::Ok();
+  }
+  peer->send_direct = true;
+  return Status::Ok();
+}
+
+Status IbTransport::PushDirect(Peer* peer, TransferRequest* request) {
+  const ib::Offer* offer = peer->offers.For(peer->send_number);
+  const ibv_mr* mr = CoveringRegion(request->memory.For(this), request->buffer, request->bytes);
+  const uint64_t offset = request->progress;
+  const uint64_t bytes = std::min<uint64_t>(request->bytes - offset, direct_piece_bytes_);
+  const bool last = offset + bytes == request->bytes;
+  const uint32_t entry = static_cast<uint32_t>(peer->send_number % ib::kOfferWindow);
+  ibv_sge sge = {};
+  sge.addr = reinterpret_cast<uintptr_t>(request->buffer) + offset;
+  sge.length = static_cast<uint32_t>(bytes);
+  sge.lkey = mr->lkey;
+  ibv_send_wr wr = {};
+  // Only the last write completes the message; the others name no entry.
+  wr.wr_id = ib::WorkId(ib::WorkKind::kDirect, peer->rank, last ? entry : ib::kOfferWindow);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(ib::DirectImm(peer->send_number));
+  wr.wr.rdma.remote_addr = offer->address + offset;
+  wr.wr.rdma.rkey = offer->rkey;
+  ibv_send_wr* bad = nullptr;
+  const int err = ibv_post_send(peer->qp, &wr, &bad);
+  if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: ibv_post_send to ", Label(peer->rank)));
+  ++peer->sends_outstanding;
+  request->progress += bytes;
+  if (last) {
+    peer->completes_with_direct[entry] = request;
+    peer->send_direct = false;
+    ++direct_counts_.sent;
+    PopSend(peer);
+  }
+  return Status::Ok();
+}
+
 Status IbTransport::PushSends(Peer* peer, bool* progressed) {
   const uint64_t payload = options_.slot_bytes - ib::kSlotHeaderBytes;
   // Room is kept for control messages: credits must flow even while we stream.
-  while (peer->send_head != nullptr && peer->hello && peer->credits.available() > 0 &&
-         peer->sends_outstanding + ib::kControlSendSlots < max_send_wr_) {
+  while (peer->send_head != nullptr && peer->hello && peer->sends_outstanding + ib::kControlSendSlots < max_send_wr_) {
     TransferRequest* request = peer->send_head;
+    if (!peer->send_direct && request->lane == 0) {
+      bool wait = false;
+      CHORUS_RETURN_IF_ERROR(ChooseDirect(peer, request, &wait));
+      if (wait) break;
+    }
+    if (peer->send_direct) {
+      CHORUS_RETURN_IF_ERROR(PushDirect(peer, request));
+      continue;
+    }
+    if (peer->credits.available() == 0) break;
     const uint64_t chunks = ib::ChunkCount(request->bytes, payload);
     const uint64_t chunk = request->lane;
     const uint64_t bytes = ib::ChunkBytes(request->bytes, payload, chunk);
     const uint32_t slot = peer->credits.NextSlot();
-    uint8_t* staging = peer->staging + static_cast<size_t>(slot) * options_.slot_bytes;
     ib::SlotHeader header;
     header.tag = request->tag;
     header.message_bytes = request->bytes;
     header.offset = chunk * payload;
     header.chunk_bytes = static_cast<uint32_t>(bytes);
-    header.sequence = static_cast<uint32_t>(peer->credits.written());
-    std::memcpy(staging, &header, sizeof(header));
     const uint8_t* source = static_cast<const uint8_t*>(request->buffer) + header.offset;
-    ibv_sge sge[2] = {};
-    sge[0].addr = reinterpret_cast<uintptr_t>(staging);
-    sge[0].lkey = staging_->mr->lkey;
-    int num_sge = 1;
     // In place from a registration covering the chunk, else through staging.
-    const auto* user_mr = static_cast<const ibv_mr*>(request->memory.For(this).data);
-    const bool in_place =
-        user_mr != nullptr && bytes > 0 &&
-        reinterpret_cast<uintptr_t>(source) >= reinterpret_cast<uintptr_t>(user_mr->addr) &&
-        reinterpret_cast<uintptr_t>(source) + bytes <= reinterpret_cast<uintptr_t>(user_mr->addr) + user_mr->length;
-    if (in_place) {
-      sge[0].length = ib::kSlotHeaderBytes;
-      sge[1].addr = reinterpret_cast<uintptr_t>(source);
-      sge[1].length = static_cast<uint32_t>(bytes);
-      sge[1].lkey = user_mr->lkey;
-      num_sge = 2;
-    } else {
-      if (bytes > 0) std::memcpy(staging + ib::kSlotHeaderBytes, source, bytes);
-      sge[0].length = static_cast<uint32_t>(ib::kSlotHeaderBytes + bytes);
-    }
-    ibv_send_wr wr = {};
-    wr.wr_id = ib::WorkId(ib::WorkKind::kData, peer->rank, slot);
-    wr.sg_list = sge;
-    wr.num_sge = num_sge;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(header.sequence);
-    wr.wr.rdma.remote_addr = peer->remote_ring + static_cast<uint64_t>(slot) * options_.slot_bytes;
-    wr.wr.rdma.rkey = peer->remote_rkey;
-    ibv_send_wr* bad = nullptr;
-    const int err = ibv_post_send(peer->qp, &wr, &bad);
-    if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: ibv_post_send to ", Label(peer->rank)));
-    peer->credits.Wrote();
-    ++peer->sends_outstanding;
+    const ibv_mr* user_mr = CoveringRegion(request->memory.For(this), source, bytes);
+    const bool in_place = user_mr != nullptr;
+    CHORUS_RETURN_IF_ERROR(WriteSlot(peer, header, source, user_mr));
     ++request->lane;
     request->progress += bytes;
     if (request->lane == chunks) {
-      peer->send_head = request->next;
-      if (peer->send_head == nullptr) peer->send_tail = nullptr;
+      PopSend(peer);
       // Staged bytes are ours: the caller's buffer is free now. In place,
       // it is free when the write completes.
       if (in_place) {
@@ -119,18 +267,55 @@ Status IbTransport::PushSends(Peer* peer, bool* progressed) {
 
 Status IbTransport::ConsumeArrived(Peer* peer, bool* progressed) {
   const uint64_t payload = options_.slot_bytes - ib::kSlotHeaderBytes;
-  while (peer->recv_head != nullptr && peer->slots.ready() > 0) {
+  while (peer->recv_head != nullptr && peer->receive_ready()) {
     TransferRequest* request = peer->recv_head;
-    const uint8_t* slot = peer->ring + static_cast<size_t>(peer->slots.NextSlot()) * options_.slot_bytes;
+    const bool direct = peer->direct_arrivals.Has(peer->recv_number);
+    const uint8_t* slot = nullptr;
     ib::SlotHeader header;
-    std::memcpy(&header, slot, sizeof(header));
-    if (header.sequence != static_cast<uint32_t>(peer->slots.consumed()) || header.chunk_bytes > payload) {
-      return InternalError("ibverbs transport: corrupt chunk from ", Label(peer->rank), " (sequence ", header.sequence,
-                           ", expected ", static_cast<uint32_t>(peer->slots.consumed()), ")");
+    if (peer->slots.ready() > 0) {
+      slot = peer->ring + static_cast<size_t>(peer->slots.NextSlot()) * options_.slot_bytes;
+      std::memcpy(&header, slot, sizeof(header));
+      if (header.sequence != static_cast<uint32_t>(peer->slots.consumed()) || header.chunk_bytes > payload) {
+        return InternalError("ibverbs transport: corrupt chunk from ", Label(peer->rank), " (sequence ",
+                             header.sequence, ", expected ", static_cast<uint32_t>(peer->slots.consumed()), ")");
+      }
+      if (header.number != peer->recv_number) {
+        // A later message's chunk waits behind one written direct.
+        if (!direct) {
+          return InternalError("ibverbs transport: chunk of message ", header.number, " from ", Label(peer->rank),
+                               ", expected message ", peer->recv_number);
+        }
+        slot = nullptr;
+      }
+    }
+    if (slot == nullptr) {
+      // Written straight into the buffer; RC delivered it after everything
+      // sent before it.
+      peer->direct_arrivals.Take(peer->recv_number);
+      request->progress = request->bytes;
+      PopReceive(peer);
+      request->done = true;
+      *progressed = true;
+      ++direct_counts_.received;
+      continue;
     }
     if (header.tag != request->tag || header.message_bytes != request->bytes) {
       return InternalError("message mismatch with ", Label(peer->rank), ": expected tag ", request->tag, " with ",
                            request->bytes, " bytes, got tag ", header.tag, " with ", header.message_bytes, " bytes");
+    }
+    if ((header.flags & ib::kSlotAnnounce) != 0) {
+      // The sender waits for this receive's answer: the cursor gives it for
+      // receives of the direct size (or gave it already); others, declined.
+      peer->slots.Consumed();
+      if (!Answered(request)) {
+        peer->owed_decline = Answer(request, peer->recv_number);
+        peer->decline_owed = true;
+      }
+      continue;
+    }
+    if (direct) {
+      return InternalError("ibverbs transport: message ", peer->recv_number, " from ", Label(peer->rank),
+                           " came both through the slots and direct");
     }
     if (header.offset != request->progress) {
       return InternalError("ibverbs transport: chunk at offset ", header.offset, " from ", Label(peer->rank),
@@ -148,8 +333,7 @@ Status IbTransport::ConsumeArrived(Peer* peer, bool* progressed) {
     request->progress += header.chunk_bytes;
     ++request->lane;
     if (request->lane == ib::ChunkCount(request->bytes, payload)) {
-      peer->recv_head = request->next;
-      if (peer->recv_head == nullptr) peer->recv_tail = nullptr;
+      PopReceive(peer);
       request->done = true;
       *progressed = true;
     }
@@ -166,6 +350,8 @@ Status IbTransport::ConsumeArrived(Peer* peer, bool* progressed) {
 
 Status IbTransport::Advance(Peer* peer, bool* progressed) {
   CHORUS_RETURN_IF_ERROR(ConsumeArrived(peer, progressed));
+  if (peer->hello) OfferReceives(peer);
+  CHORUS_RETURN_IF_ERROR(error_);
   CHORUS_RETURN_IF_ERROR(PushSends(peer, progressed));
   return Status::Ok();
 }
@@ -188,6 +374,21 @@ Status IbTransport::HandleControl(Peer* peer, const ib::ControlMessage& message)
       return Status::Ok();
     case ib::ControlKind::kProbe:
       return Status::Ok();
+    case ib::ControlKind::kReady:
+    case ib::ControlKind::kDecline: {
+      ib::Offer offer;
+      offer.declined = message.kind == static_cast<uint32_t>(ib::ControlKind::kDecline);
+      offer.number = message.value;
+      offer.tag = message.tag;
+      offer.bytes = message.bytes;
+      offer.address = message.address;
+      offer.rkey = message.rkey;
+      if (!peer->offers.Received(peer->send_number, offer)) {
+        return InternalError("ibverbs transport: ", Label(peer->rank), " offered a buffer for message ", offer.number,
+                             ", beyond its window (next message ", peer->send_number, ")");
+      }
+      return Status::Ok();
+    }
     case ib::ControlKind::kClose: {
       peer->closed = true;
       uint64_t expected = 0;
@@ -216,8 +417,8 @@ Status IbTransport::HandleCompletion(const ibv_wc& wc, bool* progressed) {
     if (peer->failure.empty() || (peer->failure_flushed && wc.status != IBV_WC_WR_FLUSH_ERR)) {
       peer->failure_flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
       peer->failure = StrCat(kind == ib::WorkKind::kReceive ? "receive"
-                             : kind == ib::WorkKind::kData  ? "RDMA write"
-                                                            : "control send",
+                             : kind == ib::WorkKind::kControlSend ? "control send"
+                                                                  : "RDMA write",
                              ": ", ibv_wc_status_str(wc.status), " (vendor error ", wc.vendor_err, ")");
     }
     return Status::Ok();
@@ -231,11 +432,22 @@ Status IbTransport::HandleCompletion(const ibv_wc& wc, bool* progressed) {
         *progressed = true;
       }
       return Status::Ok();
+    case ib::WorkKind::kDirect:
+      if (index < ib::kOfferWindow && peer->completes_with_direct[index] != nullptr) {
+        peer->completes_with_direct[index]->done = true;
+        peer->completes_with_direct[index] = nullptr;
+        *progressed = true;
+      }
+      return Status::Ok();
     case ib::WorkKind::kControlSend:
       return Status::Ok();
     case ib::WorkKind::kReceive:
       if (index >= max_recv_wr_) return InternalError("ibverbs transport: bad receive index ", index);
-      if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && ib::IsDirectImm(ntohl(wc.imm_data))) {
+        if (!peer->direct_arrivals.Arrived(peer->recv_number, ntohl(wc.imm_data))) {
+          return InternalError("ibverbs transport: ", Label(peer->rank), " wrote a message it was offered no buffer for");
+        }
+      } else if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
         if (!peer->slots.Arrived()) {
           return InternalError("ibverbs transport: ", Label(peer->rank), " wrote beyond its credits");
         }
@@ -273,7 +485,7 @@ Status IbTransport::CheckPeers() {
     if (peer == nullptr || !peer->connected) continue;
     // As with TCP, a peer that is gone fails us only while something to or
     // from it is pending (what already arrived still serves receives).
-    const bool stuck_recv = peer->recv_head != nullptr && peer->slots.ready() == 0;
+    const bool stuck_recv = peer->recv_head != nullptr && !peer->receive_ready();
     const bool stuck = stuck_recv || peer->send_head != nullptr;
     if (!peer->failure.empty() && peer->waiting()) {
       return RemoteError("ibverbs transport: ", Label(peer->rank), " failed: ", peer->failure);
@@ -357,6 +569,11 @@ Status IbTransport::Progress(int timeout_ms) {
 void IbTransport::Wakeup() {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
+}
+
+IbTransport::DirectCounts IbTransport::direct_counts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return direct_counts_;
 }
 
 }  // namespace chorus

@@ -9,9 +9,9 @@
 namespace chorus {
 namespace {
 
-const char* const kIbVariables[] = {"CHORUS_IB_HCA",   "CHORUS_IB_GID_INDEX", "CHORUS_IB_SLOT_BYTES",
-                                    "CHORUS_IB_SLOTS", "CHORUS_IB_TIMEOUT",   "CHORUS_IB_RETRY_CNT",
-                                    nullptr};
+const char* const kIbVariables[] = {"CHORUS_IB_HCA",          "CHORUS_IB_GID_INDEX", "CHORUS_IB_SLOT_BYTES",
+                                    "CHORUS_IB_SLOTS",        "CHORUS_IB_TIMEOUT",   "CHORUS_IB_RETRY_CNT",
+                                    "CHORUS_IB_DIRECT_BYTES", nullptr};
 
 Status CheckIbVars(const TransportVars& vars) {
   IbOptions options;
@@ -49,6 +49,9 @@ Status ReadIbOptions(const TransportVars& vars, IbOptions* options) {
   options->slot_bytes = static_cast<uint32_t>(slot_bytes);
   CHORUS_RETURN_IF_ERROR(ReadIntIn(vars, "CHORUS_IB_SLOTS", 2, 1024, &value));
   options->slots = static_cast<uint32_t>(value);
+  size_t direct_bytes = 0;
+  CHORUS_RETURN_IF_ERROR(ParseBytes(vars.Get("CHORUS_IB_DIRECT_BYTES"), "CHORUS_IB_DIRECT_BYTES", &direct_bytes));
+  options->direct_bytes = direct_bytes;
   CHORUS_RETURN_IF_ERROR(ReadIntIn(vars, "CHORUS_IB_TIMEOUT", 1, 31, &value));
   options->ack_timeout = static_cast<int>(value);
   CHORUS_RETURN_IF_ERROR(ReadIntIn(vars, "CHORUS_IB_RETRY_CNT", 0, 7, &value));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/ibverbs/ib_direct.h"
 #include "transports/ibverbs/ib_transport.h"
 
 namespace chorus {
@@ -76,12 +77,29 @@ struct IbTransport::Peer {
   TransferRequest* send_tail = nullptr;
   TransferRequest* recv_head = nullptr;
   TransferRequest* recv_tail = nullptr;
+  // Direct receives (ib_direct.h): messages are numbered per direction in
+  // posting order.
+  uint64_t send_number = 0;   // the message at send_head
+  bool send_direct = false;   // send_head goes by direct writes
+  bool announced = false;     // send_head was announced; its answer is awaited
+  uint64_t recv_number = 0;   // the receive at recv_head
+  uint64_t offered = 0;       // receives considered for an offer so far
+  TransferRequest* offer_cursor = nullptr;  // the receive numbered `offered`, if posted
+  ib::SenderOffers offers;
+  // An announced receive the cursor does not answer: its decline, to post.
+  bool decline_owed = false;
+  ib::ControlMessage owed_decline;
+  ib::DirectArrivals direct_arrivals;
+  // A direct send whose last write carries number n completes with it.
+  TransferRequest* completes_with_direct[ib::kOfferWindow] = {};
   int64_t last_heard_ms = 0;
   bool probing = false;
   bool closed = false;           // its closing notice arrived
   std::string failure;           // a work request on its QP failed: why
   bool failure_flushed = false;  // only flushed so far, the cause may follow
   bool waiting() const { return send_head != nullptr || recv_head != nullptr; }
+  // The head receive has something to consume.
+  bool receive_ready() const { return slots.ready() > 0 || direct_arrivals.Has(recv_number); }
 };
 
 }  // namespace chorus

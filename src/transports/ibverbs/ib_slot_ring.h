@@ -21,7 +21,13 @@ struct SlotHeader {
   uint64_t offset = 0;         // this chunk's position in the message
   uint32_t chunk_bytes = 0;
   uint32_t sequence = 0;  // low bits of the chunk number, checked by the receiver
+  uint32_t flags = 0;     // kSlotAnnounce
+  uint32_t reserved = 0;
+  uint64_t number = 0;    // the message's number in this direction (ib_direct.h)
 };
+// A chunk without payload before a message that could go direct
+// (ib_direct.h): the sender waits for the receiver's answer.
+constexpr uint32_t kSlotAnnounce = 1;
 constexpr size_t kSlotHeaderBytes = 64;
 static_assert(sizeof(SlotHeader) <= kSlotHeaderBytes, "slot header outgrew its room");
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "base/log.h"
 #include "transports/ibverbs/ib_peer.h"
 
 namespace chorus {
@@ -43,6 +44,7 @@ IbTransport::IbTransport(const IbOptions& options) : options_(options) {}
 TransportCapabilities IbTransport::capabilities() const {
   TransportCapabilities capabilities;
   capabilities.combine_on_receive = true;
+  capabilities.takes_registered_memory = true;
   return capabilities;
 }
 
@@ -57,6 +59,8 @@ Status IbTransport::Init() {
   // Data chunks (at most `slots` unconsumed) and the peer's control messages
   // between two polls; RNR retries cover a burst beyond it.
   max_recv_wr_ = 2 * options_.slots + 16;
+  direct_piece_bytes_ = std::min<uint64_t>(device_.port_attr().max_msg_sz, uint64_t{1} << 30);
+  if (direct_piece_bytes_ == 0) direct_piece_bytes_ = uint64_t{1} << 30;
   if (static_cast<int>(std::max(max_send_wr_, max_recv_wr_)) > attr.max_qp_wr) {
     return InvalidArgument("ibverbs transport: CHORUS_IB_SLOTS=", options_.slots, " needs ", max_recv_wr_,
                            " work requests per queue pair; ", device_.name(), " allows ", attr.max_qp_wr);
@@ -359,10 +363,19 @@ void IbTransport::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
   shut_down_.store(true);
+  if (connected_) {
+    CHORUS_INFO("NET", "rank ", options_.rank, ": ibverbs moved ", direct_counts_.sent, " message(s) out and ",
+                direct_counts_.received, " in straight between registered buffers");
+  }
   for (auto& peer : peers_) {
     if (peer == nullptr) continue;
     peer->send_head = peer->send_tail = peer->recv_head = peer->recv_tail = nullptr;
     std::fill(peer->completes_with_slot.begin(), peer->completes_with_slot.end(), nullptr);
+    std::fill(std::begin(peer->completes_with_direct), std::end(peer->completes_with_direct), nullptr);
+    peer->offer_cursor = nullptr;
+    peer->send_direct = false;
+    peer->announced = false;
+    peer->decline_owed = false;
   }
   if (!connected_) return;
   // Every live peer hears that we close, with our notice, or the one we

@@ -5,9 +5,11 @@
 // registered with RegisterMemory, taken from it in place) and written with
 // RDMA write with immediate into the next remote slot while the sender holds
 // a credit; the receiver copies the chunk out (or hands it to a combiner)
-// and returns credits in small control SENDs (ib_wire.h). RC keeps each
-// direction in order, so messages match in posting order as the interface
-// asks.
+// and returns credits in small control SENDs (ib_wire.h). Between buffers
+// registered on both sides, a large message skips the slots: the receiver
+// offers its buffer and the sender writes straight into it (ib_direct.h).
+// RC keeps each direction in order, so messages match in posting order as
+// the interface asks.
 //
 // The rendezvous address (ib_connection_blob.h) carries the QP numbers, LID,
 // GID, PSN and MTU; Connect brings the QPs up and exchanges each ring's
@@ -48,6 +50,7 @@ struct IbOptions : TransportOptions {
   int gid_index = -1;          // CHORUS_IB_GID_INDEX; -1: automatic
   uint32_t slot_bytes = 256 * 1024;  // CHORUS_IB_SLOT_BYTES
   uint32_t slots = 16;               // CHORUS_IB_SLOTS
+  uint64_t direct_bytes = 64 * 1024; // CHORUS_IB_DIRECT_BYTES; 0: never direct
   int ack_timeout = 18;        // CHORUS_IB_TIMEOUT: 4.096 us * 2^value per retry
   int retry_count = 6;         // CHORUS_IB_RETRY_CNT (rxe retries 7 forever)
 };
@@ -79,6 +82,13 @@ class IbTransport : public Transport {
   Status RegisterMemory(void* ptr, size_t bytes, MemoryKind kind, MemoryHandle* handle) override;
   void DeregisterMemory(MemoryHandle handle) override;
 
+  // Messages moved straight between registered buffers (ib_direct.h).
+  struct DirectCounts {
+    uint64_t sent = 0;
+    uint64_t received = 0;
+  };
+  DirectCounts direct_counts();
+
  private:
   friend Status CreateIbTransport(const IbOptions&, std::unique_ptr<Transport>*);
   class IbEndpoint;
@@ -97,6 +107,25 @@ class IbTransport : public Transport {
   Status Advance(Peer* peer, bool* progressed);
   Status ConsumeArrived(Peer* peer, bool* progressed);
   Status PushSends(Peer* peer, bool* progressed);
+  // Decides how `request` (at the head, nothing sent) goes: by direct write
+  // when the receiver offered its buffer and ours is registered; `*wait`
+  // when it could and the receiver's answer is still to come (announced).
+  Status ChooseDirect(Peer* peer, TransferRequest* request, bool* wait);
+  // Whether receives of this size are answered (ib_direct.h).
+  bool Answered(const TransferRequest* request) const;
+  // The offer or decline for the receive numbered `number`.
+  ib::ControlMessage Answer(const TransferRequest* request, uint64_t number) const;
+  // Posts the next direct write of the head message.
+  Status PushDirect(Peer* peer, TransferRequest* request);
+  // Writes the next slot of the peer's ring (taking a credit): `header`
+  // completed with the sequence and message number, then `chunk_bytes` of
+  // `payload`, in place from `payload_mr` when given, else through staging.
+  Status WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* payload, const ibv_mr* payload_mr);
+  // Answers the posted receives of the direct size, and an owed decline.
+  void OfferReceives(Peer* peer);
+  bool DirectReceivable(const TransferRequest* request) const;
+  void PopSend(Peer* peer);
+  void PopReceive(Peer* peer);
   bool PostControl(Peer* peer, const ib::ControlMessage& message);
   Status PostReceive(Peer* peer, uint32_t index);
   Status CheckPeers();
@@ -116,6 +145,8 @@ class IbTransport : public Transport {
   uint32_t psn_ = 0;
   uint32_t max_send_wr_ = 0;
   uint32_t max_recv_wr_ = 0;
+  uint64_t direct_piece_bytes_ = 0;  // one RDMA write's most (the port's max_msg_sz, 1 GiB at most)
+  DirectCounts direct_counts_;
   std::string local_address_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self
   std::unique_ptr<MemoryRegion> rings_;       // receive rings, written by peers

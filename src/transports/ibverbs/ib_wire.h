@@ -19,20 +19,30 @@ enum class ControlKind : uint32_t {
   kProbe = 3,
   // The sender closes; value is its CloseNotice (EncodeCloseNotice) or 0.
   kClose = 4,
+  // An offer from the receiver (ib_direct.h): its message number `value`
+  // (tag, bytes) may be written straight into registered memory at
+  // address/rkey instead of through the slots.
+  kReady = 5,
+  // The receiver's message number `value` (tag, bytes) must go through the
+  // slots (its buffer is not registered, or it is reduced on arrival).
+  kDecline = 6,
 };
 
 struct ControlMessage {
   uint32_t kind = 0;
   uint32_t slots = 0;       // kHello
-  uint64_t value = 0;       // kCredit, kClose
-  uint64_t address = 0;     // kHello: the ring for this sender on its peer
-  uint32_t rkey = 0;        // kHello
+  uint64_t value = 0;       // kCredit, kClose, kReady
+  uint64_t address = 0;     // kHello: the ring for this sender on its peer; kReady: the buffer
+  uint32_t rkey = 0;        // kHello, kReady
   uint32_t slot_bytes = 0;  // kHello
+  uint64_t tag = 0;         // kReady, kDecline
+  uint64_t bytes = 0;       // kReady, kDecline
 };
-static_assert(sizeof(ControlMessage) == 32, "control messages are 32 bytes on the wire");
+static_assert(sizeof(ControlMessage) == 48, "control messages are 48 bytes on the wire");
 
 // The tag of a work request (its wr_id): what it is, for which peer.
-enum class WorkKind : uint64_t { kData = 1, kControlSend = 2, kReceive = 3 };
+// kDirect: an RDMA write straight into a receiver's offered buffer.
+enum class WorkKind : uint64_t { kData = 1, kControlSend = 2, kReceive = 3, kDirect = 4 };
 inline uint64_t WorkId(WorkKind kind, uint32_t peer, uint32_t index) {
   return static_cast<uint64_t>(kind) << 56 | static_cast<uint64_t>(peer & 0xffffff) << 32 | index;
 }
