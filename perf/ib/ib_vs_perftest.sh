@@ -11,9 +11,10 @@
 # Where this host has no RDMA device it runs itself in the soft-RoCE guest
 # (scripts/rdma-vm.sh, docs/rdma.md). Per round: ib_write_bw -b (both
 # directions), then sendrecv_perf -t 2 over CHORUS_TRANSPORT=ibverbs without
-# and with -R 1 (each rank sends and receives one message at once). Prints
-# each round's MB/s (10^6 B/s, both directions together), the medians, and
-# the ratios to ib_write_bw.
+# and with -R 1 (each rank sends and receives one message at once), then
+# all_reduce_perf -t 2 of 4x the size without and with -R 1. Prints each
+# round's MB/s (10^6 B/s, both directions together) and allreduce time per
+# call (ms), the medians, and the ratios.
 set -euo pipefail
 
 rounds=3
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --size) size=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -64,23 +65,34 @@ chorus_mbs() {
     awk -v size="$size" '$1 == size { printf "%.1f\n", 2 * size / $6; found = 1 } END { if (!found) exit 1 }'
 }
 
+# Time per call (ms) of all_reduce_perf at 4x $size, out of place. $1: -R value.
+allreduce_ms() {
+  CHORUS_TRANSPORT=ibverbs CHORUS_IB_GID_INDEX=$gid "$build/perf/all_reduce_perf" -t 2 -b $((4 * size)) \
+    -e $((4 * size)) -n "$((iters / 4 + 1))" -w 2 -R "$1" 2>&1 |
+    awk -v size=$((4 * size)) '$1 == size { printf "%.1f\n", $6 / 1000; found = 1 } END { if (!found) exit 1 }'
+}
+
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "# $size bytes on $device (GID $gid), $iters iterations, $rounds rounds; MB/s = 10^6 B/s, both directions"
-row() { printf '%-6s %16s %18s %18s\n' "$@"; }
-row round "ib_write_bw -b" "chorus staged" "chorus direct"
-perftest=() staged=() direct=()
+echo "# $size bytes on $device (GID $gid), $iters iterations, $rounds rounds; MB/s = 10^6 B/s, both directions;"
+echo "# allreduce: $((4 * size)) bytes, ms per call"
+row() { printf '%-6s %16s %16s %16s %18s %18s\n' "$@"; }
+row round "ib_write_bw -b" "sendrecv staged" "sendrecv -R 1" "allreduce staged" "allreduce -R 1"
+perftest=() staged=() direct=() ar_staged=() ar_direct=()
 for round in $(seq 1 "$rounds"); do
   p=$(perftest_mbs)
   s=$(chorus_mbs 0)
   d=$(chorus_mbs 1)
-  perftest+=("$p") staged+=("$s") direct+=("$d")
-  row "$round" "$p" "$s" "$d"
+  as=$(allreduce_ms 0)
+  ad=$(allreduce_ms 1)
+  perftest+=("$p") staged+=("$s") direct+=("$d") ar_staged+=("$as") ar_direct+=("$ad")
+  row "$round" "$p" "$s" "$d" "$as" "$ad"
 done
-mp=$(printf '%s\n' "${perftest[@]}" | median)
-ms=$(printf '%s\n' "${staged[@]}" | median)
-md=$(printf '%s\n' "${direct[@]}" | median)
-row median "$mp" "$ms" "$md"
-echo "chorus staged / ib_write_bw -b: $(echo "$ms $mp" | awk '{ printf "%.2f", $1 / $2 }')"
-echo "chorus direct / ib_write_bw -b: $(echo "$md $mp" | awk '{ printf "%.2f", $1 / $2 }')"
-echo "chorus direct / staged: $(echo "$md $ms" | awk '{ printf "%.2f", $1 / $2 }')"
+med() { local -n column=$1; printf '%s\n' "${column[@]}" | median; }
+mp=$(med perftest) ms=$(med staged) md=$(med direct) mas=$(med ar_staged) mad=$(med ar_direct)
+row median "$mp" "$ms" "$md" "$mas" "$mad"
+ratio() { echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 }'; }
+echo "sendrecv staged / ib_write_bw -b: $(ratio "$ms" "$mp")"
+echo "sendrecv -R 1 / ib_write_bw -b: $(ratio "$md" "$mp")"
+echo "sendrecv -R 1 / staged: $(ratio "$md" "$ms")"
+echo "allreduce time, staged / -R 1: $(ratio "$mas" "$mad")"

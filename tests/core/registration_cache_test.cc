@@ -209,19 +209,23 @@ TEST(RegistrationCacheTest, TransportsWithoutRegistrationHandOutNullHandles) {
   EXPECT_TRUE(handle.null());
 }
 
+// `Base` with an endpoint to rank 1, so that a mux routes that peer to it.
+template <class Base>
+class ReachingRank1 : public Base {
+ public:
+  class NullEndpoint : public Endpoint {
+   public:
+    int peer() const override { return 1; }
+    Status PostSend(TransferRequest*) override { return Status::Ok(); }
+    Status PostRecv(TransferRequest*) override { return Status::Ok(); }
+  } endpoint_;
+  Endpoint* endpoint(int peer) override { return peer == 1 ? &endpoint_ : nullptr; }
+};
+
 TEST(RegistrationCacheTest, AMuxRegistersWithTheTransportsThatNeedIt) {
   // Peer 1 over a transport that needs registration: the mux's handle holds
   // its handle, found with For().
-  class Reaching : public CountingTransport {
-   public:
-    class NullEndpoint : public Endpoint {
-     public:
-      int peer() const override { return 1; }
-      Status PostSend(TransferRequest*) override { return Status::Ok(); }
-      Status PostRecv(TransferRequest*) override { return Status::Ok(); }
-    } endpoint_;
-    Endpoint* endpoint(int peer) override { return peer == 1 ? &endpoint_ : nullptr; }
-  };
+  using Reaching = ReachingRank1<CountingTransport>;
   auto owned = std::make_unique<Reaching>();
   Reaching* inner = owned.get();
   std::vector<std::unique_ptr<Transport>> transports;
@@ -390,16 +394,7 @@ TEST(UserRegistrationsTest, ALaunchCarriesTheUsersHandleAndHoldsItPastADeregistr
 }
 
 TEST(UserRegistrationsTest, AMuxRegistersOnlyWithTransportsThatTakeTheKind) {
-  class Reaching : public TakingTransport {
-   public:
-    class NullEndpoint : public Endpoint {
-     public:
-      int peer() const override { return 1; }
-      Status PostSend(TransferRequest*) override { return Status::Ok(); }
-      Status PostRecv(TransferRequest*) override { return Status::Ok(); }
-    } endpoint_;
-    Endpoint* endpoint(int peer) override { return peer == 1 ? &endpoint_ : nullptr; }
-  };
+  using Reaching = ReachingRank1<TakingTransport>;
   auto owned = std::make_unique<Reaching>();
   Reaching* inner = owned.get();
   std::vector<std::unique_ptr<Transport>> transports;

@@ -432,10 +432,13 @@ TEST(IbTransportTest, LengthMismatchFailsNamingThePeer) {
   EXPECT_NE(status.message().find("got tag 5 with 1048576 bytes"), std::string::npos) << status.message();
 }
 
-TEST(IbTransportTest, AnOfferedBufferOfAnotherTagFailsTheSenderNamingThePeer) {
-  SKIP_WITHOUT_DEVICE();
+// Rank 0 sends 1 MiB with tag 6 from a registered buffer; rank 1 receives
+// 1 MiB with tag 5 into a registered buffer. `offered`: rank 1 posts first
+// and tells rank 0, so the offer meets the send; else rank 1 posts 300 ms
+// late, so rank 0 announces. Returns both ranks' results.
+std::vector<Status> DirectMismatch(bool offered) {
   auto transports = ConnectedMesh(2);
-  ASSERT_EQ(transports.size(), 2u);
+  if (transports.size() != 2) return {InternalError("no mesh"), InternalError("no mesh")};
   std::vector<uint8_t> out(1 << 20, 1), in(1 << 20);
   TransferRequest send, recv, signals[2];
   uint8_t go[2] = {};
@@ -443,76 +446,58 @@ TEST(IbTransportTest, AnOfferedBufferOfAnotherTagFailsTheSenderNamingThePeer) {
     signals[rank].buffer = &go[rank];
     signals[rank].bytes = 1;
   }
-  ASSERT_TRUE(transports[0]->RegisterMemory(out.data(), out.size(), MemoryKind::kHost, &send.memory).ok());
-  ASSERT_TRUE(transports[1]->RegisterMemory(in.data(), in.size(), MemoryKind::kHost, &recv.memory).ok());
+  std::vector<Status> results = {transports[0]->RegisterMemory(out.data(), out.size(), MemoryKind::kHost, &send.memory),
+                                 transports[1]->RegisterMemory(in.data(), in.size(), MemoryKind::kHost, &recv.memory)};
   send.buffer = out.data();
   send.bytes = out.size();
   send.tag = 6;
   recv.buffer = in.data();
   recv.bytes = in.size();
   recv.tag = 5;
-  std::vector<Status> results(2);
-  ForEachRank(2, [&](int rank) {
-    Transport* transport = transports[rank].get();
-    Endpoint* endpoint = transport->endpoint(1 - rank);
-    Status& status = results[rank];
-    TransferRequest* signal = &signals[rank];
-    if (rank == 1) {
-      status = endpoint->PostRecv(&recv);
-      if (status.ok()) status = endpoint->PostSend(signal);
-      if (status.ok()) status = WaitAll(transport, {&recv, signal}, 5000);
-    } else {
-      status = endpoint->PostRecv(signal);
-      if (status.ok()) status = WaitAll(transport, {signal});
-      if (status.ok()) status = endpoint->PostSend(&send);
-      if (status.ok()) status = WaitAll(transport, {&send}, 5000);
-    }
-  });
+  if (results[0].ok() && results[1].ok()) {
+    ForEachRank(2, [&](int rank) {
+      Transport* transport = transports[rank].get();
+      Endpoint* endpoint = transport->endpoint(1 - rank);
+      Status& status = results[rank];
+      TransferRequest* signal = &signals[rank];
+      if (rank == 1) {
+        if (!offered) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        status = endpoint->PostRecv(&recv);
+        if (status.ok() && offered) status = endpoint->PostSend(signal);
+        if (status.ok()) status = WaitAll(transport, {&recv}, 5000);
+      } else {
+        if (offered) status = endpoint->PostRecv(signal);
+        if (status.ok() && offered) status = WaitAll(transport, {signal});
+        if (status.ok()) status = endpoint->PostSend(&send);
+        if (status.ok()) status = WaitAll(transport, {&send}, 5000);
+      }
+    });
+  }
+  transports[0]->DeregisterMemory(send.memory);
+  transports[1]->DeregisterMemory(recv.memory);
+  DestroyTogether(&transports);
+  return results;
+}
+
+TEST(IbTransportTest, AnOfferedBufferOfAnotherTagFailsTheSenderNamingThePeer) {
+  SKIP_WITHOUT_DEVICE();
+  const std::vector<Status> results = DirectMismatch(true);
   EXPECT_EQ(results[0].code(), chorusInternalError) << results[0].message();
   EXPECT_NE(results[0].message().find("mismatch with rank 1"), std::string::npos) << results[0].message();
   EXPECT_NE(results[0].message().find("it expects tag 5 with 1048576 bytes, this rank sends tag 6"),
             std::string::npos)
       << results[0].message();
   EXPECT_FALSE(results[1].ok());
-  EXPECT_FALSE(recv.done);
-  transports[0]->DeregisterMemory(send.memory);
-  transports[1]->DeregisterMemory(recv.memory);
-  DestroyTogether(&transports);
 }
 
 TEST(IbTransportTest, AnAnnouncementOfAnotherTagFailsTheReceiverNamingThePeer) {
   SKIP_WITHOUT_DEVICE();
-  auto transports = ConnectedMesh(2);
-  ASSERT_EQ(transports.size(), 2u);
-  std::vector<uint8_t> out(1 << 20, 1), in(1 << 20);
-  TransferRequest send, recv;
-  ASSERT_TRUE(transports[0]->RegisterMemory(out.data(), out.size(), MemoryKind::kHost, &send.memory).ok());
-  send.buffer = out.data();
-  send.bytes = out.size();
-  send.tag = 6;
-  recv.buffer = in.data();
-  recv.bytes = in.size();
-  recv.tag = 5;
-  std::vector<Status> results(2);
-  ForEachRank(2, [&](int rank) {
-    Transport* transport = transports[rank].get();
-    Endpoint* endpoint = transport->endpoint(1 - rank);
-    if (rank == 0) {
-      results[0] = endpoint->PostSend(&send);  // announced: the receive is not posted yet
-      if (results[0].ok()) results[0] = WaitAll(transport, {&send}, 5000);
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      results[1] = endpoint->PostRecv(&recv);
-      if (results[1].ok()) results[1] = WaitAll(transport, {&recv}, 5000);
-    }
-  });
+  const std::vector<Status> results = DirectMismatch(false);
   EXPECT_EQ(results[1].code(), chorusInternalError) << results[1].message();
   EXPECT_NE(results[1].message().find("mismatch with rank 0"), std::string::npos) << results[1].message();
   EXPECT_NE(results[1].message().find("expected tag 5 with 1048576 bytes, got tag 6"), std::string::npos)
       << results[1].message();
   EXPECT_FALSE(results[0].ok());
-  transports[0]->DeregisterMemory(send.memory);
-  DestroyTogether(&transports);
 }
 
 TEST(IbTransportTest, ShutdownWakesASleepingProgressAndStaysFailed) {
