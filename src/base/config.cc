@@ -60,7 +60,8 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "of it. A multiple of 4K in 4K..64M, alike on every rank."},
       {"CHORUS_IB_SLOTS", "int", "16",
        "ibverbs transport: slots in each sender's receive ring on its peer (the credits it may have in flight); "
-       "2..1024, alike on every rank. Each connected peer costs slots x slot bytes twice (ring and staging)."},
+       "2..1024, alike on every rank. Each peer this rank sends slot messages to costs slots x slot bytes of staging, "
+       "each peer that sends them here as much for its ring, made on first use."},
       {"CHORUS_IB_DIRECT_BYTES", "bytes", "64K",
        "ibverbs transport: a receive of at least this many bytes into memory registered with chorusCommRegister "
        "(no combining) is offered to the sender, which writes it by RDMA straight into that memory when its own "

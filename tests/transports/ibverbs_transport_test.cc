@@ -315,6 +315,47 @@ TEST(IbTransportTest, AnnouncedSendsToUnregisteredOrReducingReceivesAreDeclined)
   }
 }
 
+TEST(IbTransportTest, RingsAreMadeOnlyBetweenRanksThatUseThem) {
+  SKIP_WITHOUT_DEVICE();
+  // 4 ranks; each sends only to the next, twice (the ring is made once).
+  constexpr int kRanks = 4;
+  auto transports = ConnectedMesh(kRanks);
+  ASSERT_EQ(transports.size(), static_cast<size_t>(kRanks));
+  for (auto& transport : transports) {
+    const IbTransport::RingCounts none = static_cast<IbTransport*>(transport.get())->ring_counts();
+    EXPECT_EQ(none.rings, 0u);
+    EXPECT_EQ(none.staging, 0u);
+  }
+  std::vector<Status> results(kRanks);
+  ForEachRank(kRanks, [&](int rank) {
+    Transport* transport = transports[rank].get();
+    for (int round = 0; round < 2 && results[rank].ok(); ++round) {
+      std::vector<uint8_t> out(100000), in(100000, 0xEE);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = Pattern(rank, round, i);
+      TransferRequest send, recv;
+      send.buffer = out.data();
+      send.bytes = out.size();
+      recv.buffer = in.data();
+      recv.bytes = in.size();
+      const int from = (rank + kRanks - 1) % kRanks;
+      Status& status = results[rank];
+      status = transport->endpoint((rank + 1) % kRanks)->PostSend(&send);
+      if (status.ok()) status = transport->endpoint(from)->PostRecv(&recv);
+      if (status.ok()) status = WaitAll(transport, {&send, &recv});
+      for (size_t i = 0; i < in.size() && status.ok(); ++i) {
+        if (in[i] != Pattern(from, round, i)) status = InternalError("byte ", i, " of round ", round, " is wrong");
+      }
+    }
+  });
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_TRUE(results[rank].ok()) << results[rank].message();
+    const IbTransport::RingCounts used = static_cast<IbTransport*>(transports[rank].get())->ring_counts();
+    EXPECT_EQ(used.rings, 1u) << "rank " << rank;
+    EXPECT_EQ(used.staging, 1u) << "rank " << rank;
+  }
+  DestroyTogether(&transports);
+}
+
 TEST(IbTransportTest, ThreadsKeepPerPeerOrderWithManyInFlight) {
   SKIP_WITHOUT_DEVICE();
   auto transports = ConnectedMesh(2);
@@ -434,7 +475,8 @@ TEST(IbTransportTest, LengthMismatchFailsNamingThePeer) {
 
 // Rank 0 sends 1 MiB with tag 6 from a registered buffer; rank 1 receives
 // 1 MiB with tag 5 into a registered buffer. `offered`: rank 1 posts first
-// and tells rank 0, so the offer meets the send; else rank 1 posts 300 ms
+// and tells rank 0, so the offer meets the send; else rank 0 first sends a
+// small message (so that its ring on rank 1 exists) and rank 1 posts 300 ms
 // late, so rank 0 announces. Returns both ranks' results.
 std::vector<Status> DirectMismatch(bool offered) {
   auto transports = ConnectedMesh(2);
@@ -460,9 +502,13 @@ std::vector<Status> DirectMismatch(bool offered) {
       Endpoint* endpoint = transport->endpoint(1 - rank);
       Status& status = results[rank];
       TransferRequest* signal = &signals[rank];
+      if (!offered) {
+        status = rank == 0 ? endpoint->PostSend(signal) : endpoint->PostRecv(signal);
+        if (status.ok()) status = WaitAll(transport, {signal});
+      }
       if (rank == 1) {
         if (!offered) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        status = endpoint->PostRecv(&recv);
+        if (status.ok()) status = endpoint->PostRecv(&recv);
         if (status.ok() && offered) status = endpoint->PostSend(signal);
         if (status.ok()) status = WaitAll(transport, {&recv}, 5000);
       } else {

@@ -42,9 +42,13 @@ Status IbTransport::Post(int peer_rank, TransferRequest* request, bool is_send) 
   }
   tail = request;
   if (!is_send && peer->offer_cursor == nullptr) peer->offer_cursor = request;
-  // Start at once: a send needs no Progress to leave if credits allow.
   bool progressed = false;
-  const Status status = Advance(peer, &progressed);
+  Status status;
+  // A receive first takes in what already arrived, so that it meets an
+  // announcement waiting for it before answering it as a new receive.
+  if (!is_send) PollCompletions(&progressed, &status);
+  // Start at once: a send needs no Progress to leave if credits allow.
+  if (status.ok()) status = Advance(peer, &progressed);
   return status.ok() ? status : Fail(status);
 }
 
@@ -63,14 +67,14 @@ const ibv_mr* CoveringRegion(const MemoryHandle& memory, const void* pointer, si
 
 Status IbTransport::WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* payload, const ibv_mr* payload_mr) {
   const uint32_t slot = peer->credits.NextSlot();
-  uint8_t* staging = peer->staging + static_cast<size_t>(slot) * options_.slot_bytes;
+  uint8_t* staging = peer->staging_region->base + static_cast<size_t>(slot) * options_.slot_bytes;
   header.sequence = static_cast<uint32_t>(peer->credits.written());
   header.number = peer->send_number;
   std::memcpy(staging, &header, sizeof(header));
   ibv_sge sge[2] = {};
   sge[0].addr = reinterpret_cast<uintptr_t>(staging);
   sge[0].length = static_cast<uint32_t>(ib::kSlotHeaderBytes + header.chunk_bytes);
-  sge[0].lkey = staging_->mr->lkey;
+  sge[0].lkey = peer->staging_region->mr->lkey;
   int num_sge = 1;
   if (payload_mr != nullptr) {
     sge[0].length = ib::kSlotHeaderBytes;
@@ -95,6 +99,34 @@ Status IbTransport::WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* 
   if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: ibv_post_send to ", Label(peer->rank)));
   peer->credits.Wrote();
   ++peer->sends_outstanding;
+  return Status::Ok();
+}
+
+bool IbTransport::RingReady(Peer* peer) {
+  if (peer->remote_ring != 0) return true;
+  if (peer->ring_requested) return false;
+  if (peer->staging_region == nullptr) {
+    const Status made = NewRegion(static_cast<size_t>(options_.slots) * options_.slot_bytes, IBV_ACCESS_LOCAL_WRITE,
+                                  "staging slots", &peer->staging_region);
+    if (!made.ok()) {
+      if (error_.ok()) error_ = made;
+      return false;
+    }
+  }
+  ib::ControlMessage request;
+  request.kind = static_cast<uint32_t>(ib::ControlKind::kRingRequest);
+  peer->ring_requested = PostControl(peer, request);  // no room now: asked again on the next try
+  return false;
+}
+
+Status IbTransport::MakeRing(Peer* peer) {
+  if (peer->ring_region == nullptr) {
+    CHORUS_RETURN_IF_ERROR(NewRegion(static_cast<size_t>(options_.slots) * options_.slot_bytes,
+                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                                     StrCat("the receive ring of ", Label(peer->rank)).c_str(), &peer->ring_region));
+    peer->ring = peer->ring_region->base;
+  }
+  peer->ring_owed = true;
   return Status::Ok();
 }
 
@@ -140,6 +172,13 @@ ib::ControlMessage IbTransport::Answer(const TransferRequest* request, uint64_t 
 }
 
 void IbTransport::OfferReceives(Peer* peer) {
+  if (peer->ring_owed) {
+    ib::ControlMessage ring;
+    ring.kind = static_cast<uint32_t>(ib::ControlKind::kRing);
+    ring.address = reinterpret_cast<uintptr_t>(peer->ring);
+    ring.rkey = peer->ring_region->mr->rkey;
+    if (PostControl(peer, ring)) peer->ring_owed = false;
+  }
   if (peer->decline_owed && PostControl(peer, peer->owed_decline)) peer->decline_owed = false;
   while (peer->offer_cursor != nullptr && peer->offered < peer->recv_number + ib::kOfferWindow) {
     TransferRequest* request = peer->offer_cursor;
@@ -159,7 +198,7 @@ Status IbTransport::ChooseDirect(Peer* peer, TransferRequest* request, bool* wai
     // The receive is not posted yet, or its answer is on its way: announce
     // the message once (a header-only chunk) and wait for the answer.
     *wait = true;
-    if (peer->announced || peer->credits.available() == 0) return Status::Ok();
+    if (peer->announced || !RingReady(peer) || peer->credits.available() == 0) return error_;
     ib::SlotHeader header;
     header.tag = request->tag;
     header.message_bytes = request->bytes;
@@ -233,7 +272,7 @@ Status IbTransport::PushSends(Peer* peer, bool* progressed) {
       CHORUS_RETURN_IF_ERROR(PushDirect(peer, request));
       continue;
     }
-    if (peer->credits.available() == 0) break;
+    if (!RingReady(peer) || peer->credits.available() == 0) break;
     const uint64_t chunks = ib::ChunkCount(request->bytes, payload);
     const uint64_t chunk = request->lane;
     const uint64_t bytes = ib::ChunkBytes(request->bytes, payload, chunk);
@@ -262,7 +301,7 @@ Status IbTransport::PushSends(Peer* peer, bool* progressed) {
       }
     }
   }
-  return Status::Ok();
+  return error_;  // making staging slots may have failed
 }
 
 Status IbTransport::ConsumeArrived(Peer* peer, bool* progressed) {
@@ -362,9 +401,16 @@ Status IbTransport::HandleControl(Peer* peer, const ib::ControlMessage& message)
       if (message.slots != options_.slots || message.slot_bytes != options_.slot_bytes) {
         return InvalidArgument("ibverbs transport: ", Label(peer->rank), " has another ring geometry");
       }
+      peer->hello = true;
+      return Status::Ok();
+    case ib::ControlKind::kRingRequest:
+      return MakeRing(peer);
+    case ib::ControlKind::kRing:
+      if (!peer->ring_requested || message.address == 0) {
+        return InternalError("ibverbs transport: ", Label(peer->rank), " sent a ring this rank did not ask for");
+      }
       peer->remote_ring = message.address;
       peer->remote_rkey = message.rkey;
-      peer->hello = true;
       return Status::Ok();
     case ib::ControlKind::kCredit:
       if (!peer->credits.Returned(message.value)) {
@@ -569,6 +615,17 @@ Status IbTransport::Progress(int timeout_ms) {
 void IbTransport::Wakeup() {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
+}
+
+IbTransport::RingCounts IbTransport::ring_counts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RingCounts counts;
+  for (const auto& peer : peers_) {
+    if (peer == nullptr) continue;
+    counts.rings += peer->ring_region != nullptr;
+    counts.staging += peer->staging_region != nullptr;
+  }
+  return counts;
 }
 
 IbTransport::DirectCounts IbTransport::direct_counts() {

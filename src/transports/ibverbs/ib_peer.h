@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,21 +54,27 @@ class IbTransport::IbEndpoint : public Endpoint {
 struct IbTransport::Peer {
   Peer(IbTransport* transport, int rank) : endpoint(transport, rank), rank(rank) {}
   ~Peer() {
-    if (qp != nullptr) ibv_destroy_qp(qp);
+    if (qp != nullptr) ibv_destroy_qp(qp);  // before the regions it wrote
   }
   IbEndpoint endpoint;
   int rank;
   ibv_qp* qp = nullptr;
   bool connected = false;  // routed to this transport and brought up
-  bool hello = false;      // its hello arrived: we know where to write
-  uint64_t remote_ring = 0;
+  bool hello = false;      // its hello arrived: the path works both ways
+  // Slot rings are made on first use, each ring by its receiver at its
+  // sender's request (kRingRequest, kRing), so that a rank registers ring
+  // and staging memory only for the peers it exchanges slot messages with.
+  bool ring_requested = false;  // we asked for our ring on it
+  uint64_t remote_ring = 0;     // its answer: our ring on it (0: none yet)
   uint32_t remote_rkey = 0;
+  bool ring_owed = false;       // it asked for its ring here: the answer, to post
   ib::SenderCredits credits;
   ib::ReceiverSlots slots;
-  uint8_t* ring = nullptr;                        // its slots in rings_
-  uint8_t* staging = nullptr;                     // our staging slots for it
-  ib::ControlMessage* receive_buffers = nullptr;  // max_recv_wr_ of them
-  ib::ControlMessage* control_buffers = nullptr;  // ib::kControlSendSlots of them
+  std::unique_ptr<MemoryRegion> ring_region;     // its slots on this rank
+  std::unique_ptr<MemoryRegion> staging_region;  // our staging slots for it
+  uint8_t* ring = nullptr;                       // ring_region's memory
+  ib::ControlMessage* receive_buffers = nullptr;  // max_recv_wr_ of them, in controls_
+  ib::ControlMessage* control_buffers = nullptr;  // ib::kControlSendSlots of them, in controls_
   uint64_t controls_posted = 0;
   uint64_t controls_completed = 0;
   uint32_t sends_outstanding = 0;  // send WRs not yet completed

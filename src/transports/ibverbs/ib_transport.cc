@@ -127,9 +127,8 @@ IbTransport::~IbTransport() {
     std::lock_guard<std::mutex> lock(mutex_);
     Teardown();
   }
-  peers_.clear();  // QPs before the CQ and the memory they use
-  rings_.reset();
-  staging_.reset();
+  peers_.clear();  // QPs (then their rings and staging) before the CQ and the memory they use
+  controls_.reset();
   if (cq_ != nullptr) {
     if (unacked_events_ > 0) ibv_ack_cq_events(cq_, unacked_events_);
     ibv_destroy_cq(cq_);
@@ -137,20 +136,20 @@ IbTransport::~IbTransport() {
   if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
 }
 
-namespace {
-
-Status AllocateRegion(ibv_pd* pd, size_t bytes, int access, const char* what,
-                      std::unique_ptr<uint8_t, void (*)(void*)>* base, ibv_mr** mr) {
+Status IbTransport::NewRegion(size_t bytes, int access, const char* what, std::unique_ptr<MemoryRegion>* region) {
+  auto made = std::make_unique<MemoryRegion>();
   void* memory = nullptr;
   if (posix_memalign(&memory, 4096, bytes) != 0) return SystemError("ibverbs transport: out of memory for ", what);
   std::memset(memory, 0, bytes);
-  base->reset(static_cast<uint8_t*>(memory));
-  *mr = ibv_reg_mr(pd, memory, bytes, access);
-  if (*mr == nullptr) return ErrnoError(errno, StrCat("ibverbs transport: ibv_reg_mr of ", bytes, " bytes for ", what));
+  made->base = static_cast<uint8_t*>(memory);
+  made->bytes = bytes;
+  made->mr = ibv_reg_mr(device_.pd(), memory, bytes, access);
+  if (made->mr == nullptr) {
+    return ErrnoError(errno, StrCat("ibverbs transport: ibv_reg_mr of ", bytes, " bytes for ", what));
+  }
+  *region = std::move(made);
   return Status::Ok();
 }
-
-}  // namespace
 
 Status IbTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -185,30 +184,16 @@ Status IbTransport::Connect(const std::vector<std::string>& addresses, Deadline 
     }
     routed.push_back(peers_[rank].get());
   }
-  // One allocation each for every routed peer's receive ring, and for our
-  // staging slots plus control buffers.
-  const size_t ring_bytes = static_cast<size_t>(options_.slots) * options_.slot_bytes;
+  // Control buffers for every routed peer in one region; rings and staging
+  // slots come when a peer first needs them (RingReady, MakeRing).
   const size_t control_bytes = sizeof(ib::ControlMessage) * (max_recv_wr_ + ib::kControlSendSlots);
-  const size_t staging_stride = ring_bytes + ((control_bytes + 4095) & ~size_t{4095});
   if (!routed.empty()) {
-    std::unique_ptr<uint8_t, void (*)(void*)> ring_base(nullptr, std::free), staging_base(nullptr, std::free);
-    rings_ = std::make_unique<MemoryRegion>();
-    staging_ = std::make_unique<MemoryRegion>();
-    Status status =
-        AllocateRegion(device_.pd(), routed.size() * ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-                       "receive rings", &ring_base, &rings_->mr);
-    rings_->base = ring_base.release();
-    CHORUS_RETURN_IF_ERROR(Fail(status));
-    status = AllocateRegion(device_.pd(), routed.size() * staging_stride, IBV_ACCESS_LOCAL_WRITE, "staging slots",
-                            &staging_base, &staging_->mr);
-    staging_->base = staging_base.release();
-    CHORUS_RETURN_IF_ERROR(Fail(status));
+    CHORUS_RETURN_IF_ERROR(
+        Fail(NewRegion(routed.size() * control_bytes, IBV_ACCESS_LOCAL_WRITE, "control buffers", &controls_)));
   }
   for (size_t i = 0; i < routed.size(); ++i) {
     Peer* peer = routed[i];
-    peer->ring = rings_->base + i * ring_bytes;
-    peer->staging = staging_->base + i * staging_stride;
-    peer->receive_buffers = reinterpret_cast<ib::ControlMessage*>(peer->staging + ring_bytes);
+    peer->receive_buffers = reinterpret_cast<ib::ControlMessage*>(controls_->base + i * control_bytes);
     peer->control_buffers = peer->receive_buffers + max_recv_wr_;
     peer->credits = ib::SenderCredits(options_.slots);
     peer->slots = ib::ReceiverSlots(options_.slots);
@@ -216,15 +201,13 @@ Status IbTransport::Connect(const std::vector<std::string>& addresses, Deadline 
     CHORUS_RETURN_IF_ERROR(Fail(BringUp(peer, blobs[peer->rank])));
   }
   connected_ = true;
-  // Hellos: the ring's address and key, and proof that both QPs are up (a
-  // peer not yet ready is retried by RC within CHORUS_IB_TIMEOUT's retries).
+  // Hellos: the ring geometry, and proof that both QPs are up (a peer not
+  // yet ready is retried by RC within CHORUS_IB_TIMEOUT's retries).
   for (Peer* peer : routed) {
     ib::ControlMessage hello;
     hello.kind = static_cast<uint32_t>(ib::ControlKind::kHello);
     hello.slots = options_.slots;
     hello.slot_bytes = options_.slot_bytes;
-    hello.address = reinterpret_cast<uintptr_t>(peer->ring);
-    hello.rkey = rings_->mr->rkey;
     if (!PostControl(peer, hello)) return Fail(InternalError("ibverbs transport: could not post the hello"));
     if (!error_.ok()) return error_;
   }
@@ -294,7 +277,7 @@ Status IbTransport::PostReceive(Peer* peer, uint32_t index) {
   ibv_sge sge = {};
   sge.addr = reinterpret_cast<uintptr_t>(&peer->receive_buffers[index]);
   sge.length = sizeof(ib::ControlMessage);
-  sge.lkey = staging_->mr->lkey;
+  sge.lkey = controls_->mr->lkey;
   ibv_recv_wr wr = {};
   wr.wr_id = ib::WorkId(ib::WorkKind::kReceive, peer->rank, index);
   wr.sg_list = &sge;
@@ -315,7 +298,7 @@ bool IbTransport::PostControl(Peer* peer, const ib::ControlMessage& message) {
   ibv_sge sge = {};
   sge.addr = reinterpret_cast<uintptr_t>(&peer->control_buffers[index]);
   sge.length = sizeof(ib::ControlMessage);
-  sge.lkey = staging_->mr->lkey;
+  sge.lkey = controls_->mr->lkey;
   ibv_send_wr wr = {};
   wr.wr_id = ib::WorkId(ib::WorkKind::kControlSend, peer->rank, index);
   wr.sg_list = &sge;
@@ -364,8 +347,14 @@ void IbTransport::Teardown() {
   torn_down_ = true;
   shut_down_.store(true);
   if (connected_) {
+    size_t rings = 0, peers = 0;
+    for (const auto& peer : peers_) {
+      peers += peer != nullptr && peer->connected;
+      rings += peer != nullptr && peer->ring_region != nullptr;
+    }
     CHORUS_INFO("NET", "rank ", options_.rank, ": ibverbs moved ", direct_counts_.sent, " message(s) out and ",
-                direct_counts_.received, " in straight between registered buffers");
+                direct_counts_.received, " in straight between registered buffers; receive rings for ", rings, " of ",
+                peers, " peers");
   }
   for (auto& peer : peers_) {
     if (peer == nullptr) continue;

@@ -12,8 +12,8 @@
 // the interface asks.
 //
 // The rendezvous address (ib_connection_blob.h) carries the QP numbers, LID,
-// GID, PSN and MTU; Connect brings the QPs up and exchanges each ring's
-// address and key in a hello over the QP itself.
+// GID, PSN and MTU; Connect brings the QPs up and exchanges a hello over
+// each. A ring is made by its receiver when its sender first needs it.
 //
 // Progress polls the completion queue; an idle Progress arms it and sleeps
 // on the completion channel's fd (and a wakeup eventfd). A peer that closes
@@ -88,6 +88,13 @@ class IbTransport : public Transport {
     uint64_t received = 0;
   };
   DirectCounts direct_counts();
+  // Peers with a receive ring on this rank, and peers we have staging
+  // slots for (rings are made on first use).
+  struct RingCounts {
+    size_t rings = 0;
+    size_t staging = 0;
+  };
+  RingCounts ring_counts();
 
  private:
   friend Status CreateIbTransport(const IbOptions&, std::unique_ptr<Transport>*);
@@ -128,6 +135,13 @@ class IbTransport : public Transport {
   void PopReceive(Peer* peer);
   bool PostControl(Peer* peer, const ib::ControlMessage& message);
   Status PostReceive(Peer* peer, uint32_t index);
+  // A zeroed, page-aligned, registered region of `bytes`.
+  Status NewRegion(size_t bytes, int access, const char* what, std::unique_ptr<MemoryRegion>* region);
+  // Whether our ring on `peer` is known; else asks for it once (making our
+  // staging slots for it) and says no until it answers.
+  bool RingReady(Peer* peer);
+  // Makes `peer`'s ring on this rank (kRingRequest) and answers.
+  Status MakeRing(Peer* peer);
   Status CheckPeers();
   Status Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms);
   Status Fail(Status status);
@@ -149,8 +163,7 @@ class IbTransport : public Transport {
   DirectCounts direct_counts_;
   std::string local_address_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self
-  std::unique_ptr<MemoryRegion> rings_;       // receive rings, written by peers
-  std::unique_ptr<MemoryRegion> staging_;     // staging slots and control buffers
+  std::unique_ptr<MemoryRegion> controls_;  // every routed peer's control buffers
   bool connected_ = false;
   Status error_;
   std::mutex mutex_;

@@ -9,8 +9,8 @@ namespace chorus {
 namespace ib {
 
 enum class ControlKind : uint32_t {
-  // First message on a connected QP: where the sender's ring on the
-  // receiver lives (address, rkey, geometry). Also proves the path works.
+  // First message on a connected QP: the ring geometry (slots,
+  // slot_bytes). Also proves the path works.
   kHello = 1,
   // The receiver's running count of consumed chunks (value).
   kCredit = 2,
@@ -26,14 +26,19 @@ enum class ControlKind : uint32_t {
   // The receiver's message number `value` (tag, bytes) must go through the
   // slots (its buffer is not registered, or it is reduced on arrival).
   kDecline = 6,
+  // The sender has its first message for the slots: the receiver makes its
+  // ring for this sender (rings exist only between ranks that use them).
+  kRingRequest = 7,
+  // The answer: where that ring lives (address, rkey).
+  kRing = 8,
 };
 
 struct ControlMessage {
   uint32_t kind = 0;
   uint32_t slots = 0;       // kHello
   uint64_t value = 0;       // kCredit, kClose, kReady
-  uint64_t address = 0;     // kHello: the ring for this sender on its peer; kReady: the buffer
-  uint32_t rkey = 0;        // kHello, kReady
+  uint64_t address = 0;     // kRing: the ring for this sender on its peer; kReady: the buffer
+  uint32_t rkey = 0;        // kRing, kReady
   uint32_t slot_bytes = 0;  // kHello
   uint64_t tag = 0;         // kReady, kDecline
   uint64_t bytes = 0;       // kReady, kDecline
