@@ -322,10 +322,13 @@ TEST(IbSlotRingTest, SenderAndReceiverNeverOverlapOverAThousandChunks) {
 }
 
 TEST(IbWireTest, WorkIdsCarryKindPeerAndIndex) {
-  const uint64_t id = WorkId(WorkKind::kReceive, 0xabcdef, 0x12345678);
+  const uint64_t id = WorkId(WorkKind::kReceive, 0xabcdef, 0x1234, 0x5678);
   EXPECT_EQ(WorkKindOf(id), WorkKind::kReceive);
   EXPECT_EQ(WorkPeerOf(id), 0xabcdefu);
-  EXPECT_EQ(WorkIndexOf(id), 0x12345678u);
+  EXPECT_EQ(WorkIndexOf(id), 0x1234u);
+  EXPECT_EQ(WorkEpochOf(id), 0x5678u);
+  EXPECT_EQ(WorkEpochOf(WorkId(WorkKind::kData, 1, 7)), 0u);  // a QP never restarted
+  EXPECT_EQ(WorkEpochOf(WorkId(WorkKind::kData, 1, 7, 0x10001)), 1u);  // epochs wrap at 2^16
   EXPECT_EQ(WorkKindOf(WorkId(WorkKind::kData, 0, 0)), WorkKind::kData);
   EXPECT_EQ(WorkKindOf(WorkId(WorkKind::kDirect, 3, kOfferWindow)), WorkKind::kDirect);
   EXPECT_EQ(sizeof(ControlMessage), 48u);

@@ -95,6 +95,46 @@ TEST(IbTransportTest, UnknownDeviceFailsNamingWhatItSaw) {
       << status.message();
 }
 
+TEST(IbTransportTest, APeerThatConnectsLateIsWaitedForUntilTheDeadline) {
+  SKIP_WITHOUT_DEVICE();
+  // Rank 1 connects 6 s after rank 0: many times as long as rank 0's RC
+  // retries of its hello last (ack timeout 14: 67 ms, 7 tries; about 0.5 s
+  // a round in the soft-RoCE guest, whose QP restarts CHORUS_DEBUG=INFO
+  // shows), well within the 30 s deadline. Both connect, then exchange.
+  std::vector<std::unique_ptr<Transport>> transports(2);
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(CreateIbTransport(Options(rank, 2), &transports[rank]).ok());
+    addresses.push_back(transports[rank]->LocalAddress());
+  }
+  std::vector<Status> results(2);
+  ForEachRank(2, [&](int rank) {
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(6000));
+    Status& status = results[rank];
+    status = transports[rank]->Connect(addresses, Deadline::AfterMs(kTestTimeoutMs));
+    if (status.ok()) status = ExchangeAllSizes(transports[rank].get(), rank, 2, false);
+  });
+  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
+  DestroyTogether(&transports);
+}
+
+TEST(IbTransportTest, APeerThatNeverConnectsFailsConnectAtTheDeadlineNamingIt) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<std::unique_ptr<Transport>> transports(2);
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(CreateIbTransport(Options(rank, 2), &transports[rank]).ok());
+    addresses.push_back(transports[rank]->LocalAddress());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Status status = transports[0]->Connect(addresses, Deadline::AfterMs(2000));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status.code(), chorusTimeout) << status.message();
+  EXPECT_NE(status.message().find("no hello from rank 1 over"), std::string::npos) << status.message();
+  EXPECT_GE(seconds, 1.9);
+  EXPECT_LT(seconds, 5.0);
+}
+
 TEST(IbTransportTest, ThreadsExchangeEverySizeFromZeroTo8MiB) {
   SKIP_WITHOUT_DEVICE();
   auto transports = ConnectedMesh(3);

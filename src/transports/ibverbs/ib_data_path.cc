@@ -86,7 +86,7 @@ Status IbTransport::WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* 
     std::memcpy(staging + ib::kSlotHeaderBytes, payload, header.chunk_bytes);
   }
   ibv_send_wr wr = {};
-  wr.wr_id = ib::WorkId(ib::WorkKind::kData, peer->rank, slot);
+  wr.wr_id = ib::WorkId(ib::WorkKind::kData, peer->rank, slot, peer->epoch);
   wr.sg_list = sge;
   wr.num_sge = num_sge;
   wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -236,7 +236,7 @@ Status IbTransport::PushDirect(Peer* peer, TransferRequest* request) {
   sge.lkey = mr->lkey;
   ibv_send_wr wr = {};
   // Only the last write completes the message; the others name no entry.
-  wr.wr_id = ib::WorkId(ib::WorkKind::kDirect, peer->rank, last ? entry : ib::kOfferWindow);
+  wr.wr_id = ib::WorkId(ib::WorkKind::kDirect, peer->rank, last ? entry : ib::kOfferWindow, peer->epoch);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
@@ -453,6 +453,8 @@ Status IbTransport::HandleCompletion(const ibv_wc& wc, bool* progressed) {
     return InternalError("ibverbs transport: completion for unknown rank ", rank);
   }
   Peer* peer = peers_[rank].get();
+  // Left by a QP since restarted (RestartQp): its requests are gone.
+  if (ib::WorkEpochOf(wc.wr_id) != (peer->epoch & 0xffff)) return Status::Ok();
   if (kind != ib::WorkKind::kReceive) --peer->sends_outstanding;
   if (kind == ib::WorkKind::kControlSend) {
     ++peer->controls_completed;

@@ -59,6 +59,7 @@ struct IbTransport::Peer {
   IbEndpoint endpoint;
   int rank;
   ibv_qp* qp = nullptr;
+  uint32_t epoch = 0;      // times the QP was restarted (ib_wire.h WorkId)
   bool connected = false;  // routed to this transport and brought up
   bool hello = false;      // its hello arrived: the path works both ways
   // Slot rings are made on first use, each ring by its receiver at its

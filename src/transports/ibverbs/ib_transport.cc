@@ -65,7 +65,9 @@ Status IbTransport::Init() {
     return InvalidArgument("ibverbs transport: CHORUS_IB_SLOTS=", options_.slots, " needs ", max_recv_wr_,
                            " work requests per queue pair; ", device_.name(), " allows ", attr.max_qp_wr);
   }
-  const int64_t cqes = static_cast<int64_t>(options_.nranks - 1) * (max_send_wr_ + max_recv_wr_) + 1;
+  // Twice every QP's work requests: a QP restarted during Connect may leave
+  // the completions of its first life behind for a while.
+  const int64_t cqes = 2 * static_cast<int64_t>(options_.nranks - 1) * (max_send_wr_ + max_recv_wr_) + 1;
   if (cqes > attr.max_cqe) {
     return InvalidArgument("ibverbs transport: ", options_.nranks, " ranks with CHORUS_IB_SLOTS=", options_.slots,
                            " need a completion queue of ", cqes, " entries; ", device_.name(), " allows ", attr.max_cqe,
@@ -107,14 +109,7 @@ Status IbTransport::Init() {
     init.cap.max_recv_sge = 1;
     peer->qp = ibv_create_qp(device_.pd(), &init);
     if (peer->qp == nullptr) return ErrnoError(errno, StrCat("ibv_create_qp(", device_.name(), ") for rank ", rank));
-    ibv_qp_attr attr_init = {};
-    attr_init.qp_state = IBV_QPS_INIT;
-    attr_init.pkey_index = 0;
-    attr_init.port_num = static_cast<uint8_t>(device_.port());
-    attr_init.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-    const int err =
-        ibv_modify_qp(peer->qp, &attr_init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: QP for rank ", rank, " to INIT"));
+    CHORUS_RETURN_IF_ERROR(ToInit(peer.get()));
     blob.qpn[rank] = peer->qp->qp_num;
     peers_[rank] = std::move(peer);
   }
@@ -201,33 +196,77 @@ Status IbTransport::Connect(const std::vector<std::string>& addresses, Deadline 
     CHORUS_RETURN_IF_ERROR(Fail(BringUp(peer, blobs[peer->rank])));
   }
   connected_ = true;
-  // Hellos: the ring geometry, and proof that both QPs are up (a peer not
-  // yet ready is retried by RC within CHORUS_IB_TIMEOUT's retries).
-  for (Peer* peer : routed) {
-    ib::ControlMessage hello;
-    hello.kind = static_cast<uint32_t>(ib::ControlKind::kHello);
-    hello.slots = options_.slots;
-    hello.slot_bytes = options_.slot_bytes;
-    if (!PostControl(peer, hello)) return Fail(InternalError("ibverbs transport: could not post the hello"));
-    if (!error_.ok()) return error_;
-  }
+  // Hellos: the ring geometry, and proof that both QPs are up. RC drops
+  // what reaches a QP not yet ready to receive, so a hello to a peer that
+  // connects later than our retries last (CHORUS_IB_TIMEOUT) fails: the QP
+  // is then started again and the hello resent, until the deadline.
+  for (Peer* peer : routed) CHORUS_RETURN_IF_ERROR(Fail(PostHello(peer)));
   while (true) {
     bool progressed = false;
     CHORUS_RETURN_IF_ERROR(Drive(&progressed));
-    std::string missing;
+    std::string missing, last_failure;
+    int missing_count = 0;
     for (Peer* peer : routed) {
-      if (!peer->failure.empty()) {
+      if (!peer->failure.empty() && !peer->hello && !deadline.Expired()) {
+        CHORUS_RETURN_IF_ERROR(Fail(RestartQp(peer, blobs[peer->rank])));
+      }
+      if (!peer->hello) {
+        missing += StrCat(missing.empty() ? "" : ", ", peer->rank);
+        ++missing_count;
+        if (!peer->failure.empty()) last_failure = peer->failure;
+      } else if (!peer->failure.empty()) {
         return Fail(RemoteError("ibverbs transport: connecting to ", Label(peer->rank), " failed: ", peer->failure));
       }
-      if (!peer->hello) missing += StrCat(missing.empty() ? "" : ", ", peer->rank);
     }
     if (missing.empty()) return Status::Ok();
     if (deadline.Expired()) {
-      return Fail(TimeoutError("ibverbs transport: no hello from rank(s) ", missing, " over ", device_.label(),
-                               " within the deadline"));
+      return Fail(TimeoutError("ibverbs transport: no hello from ", missing_count == 1 ? "rank " : "ranks ", missing,
+                               " over ", device_.label(), " within the deadline",
+                               last_failure.empty() ? std::string() : StrCat(" (last try: ", last_failure, ")")));
     }
     CHORUS_RETURN_IF_ERROR(Fail(Sleep(lock, deadline.RemainingMs(100))));
   }
+}
+
+Status IbTransport::ToInit(Peer* peer) {
+  ibv_qp_attr attr = {};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = static_cast<uint8_t>(device_.port());
+  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  const int err = ibv_modify_qp(peer->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: QP for rank ", peer->rank, " to INIT"));
+  return Status::Ok();
+}
+
+Status IbTransport::RestartQp(Peer* peer, const ib::ConnectionBlob& remote) {
+  CHORUS_INFO("NET", "rank ", options_.rank, ": no answer yet from ", Label(peer->rank), " (", peer->failure,
+              "): starting its queue pair again");
+  ibv_qp_attr attr = {};
+  attr.qp_state = IBV_QPS_RESET;
+  const int err = ibv_modify_qp(peer->qp, &attr, IBV_QP_STATE);
+  if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: QP for rank ", peer->rank, " to RESET"));
+  // RESET dropped every request; completions of the old ones are ignored.
+  ++peer->epoch;
+  peer->sends_outstanding = 0;
+  peer->controls_completed = peer->controls_posted;
+  peer->failure.clear();
+  peer->failure_flushed = false;
+  peer->probing = false;
+  CHORUS_RETURN_IF_ERROR(ToInit(peer));
+  CHORUS_RETURN_IF_ERROR(BringUp(peer, remote));
+  return PostHello(peer);
+}
+
+Status IbTransport::PostHello(Peer* peer) {
+  ib::ControlMessage hello;
+  hello.kind = static_cast<uint32_t>(ib::ControlKind::kHello);
+  hello.slots = options_.slots;
+  hello.slot_bytes = options_.slot_bytes;
+  if (!PostControl(peer, hello)) {
+    return error_.ok() ? InternalError("ibverbs transport: could not post the hello") : error_;
+  }
+  return Status::Ok();
 }
 
 Status IbTransport::BringUp(Peer* peer, const ib::ConnectionBlob& remote) {
@@ -279,7 +318,7 @@ Status IbTransport::PostReceive(Peer* peer, uint32_t index) {
   sge.length = sizeof(ib::ControlMessage);
   sge.lkey = controls_->mr->lkey;
   ibv_recv_wr wr = {};
-  wr.wr_id = ib::WorkId(ib::WorkKind::kReceive, peer->rank, index);
+  wr.wr_id = ib::WorkId(ib::WorkKind::kReceive, peer->rank, index, peer->epoch);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
@@ -300,7 +339,7 @@ bool IbTransport::PostControl(Peer* peer, const ib::ControlMessage& message) {
   sge.length = sizeof(ib::ControlMessage);
   sge.lkey = controls_->mr->lkey;
   ibv_send_wr wr = {};
-  wr.wr_id = ib::WorkId(ib::WorkKind::kControlSend, peer->rank, index);
+  wr.wr_id = ib::WorkId(ib::WorkKind::kControlSend, peer->rank, index, peer->epoch);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;

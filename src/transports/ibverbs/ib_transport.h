@@ -104,7 +104,13 @@ class IbTransport : public Transport {
 
   explicit IbTransport(const IbOptions& options);
   Status Init();
+  Status ToInit(Peer* peer);
+  // Posts the receives and brings the QP to RTR and RTS.
   Status BringUp(Peer* peer, const ib::ConnectionBlob& remote);
+  Status PostHello(Peer* peer);
+  // A QP whose hello failed (the peer was not up yet): RESET, a new epoch,
+  // up again, the hello again.
+  Status RestartQp(Peer* peer, const ib::ConnectionBlob& remote);
   Status Post(int peer, TransferRequest* request, bool is_send);
   // Polls the CQ until empty (bounded), then moves every peer's queues.
   Status Drive(bool* progressed);

@@ -45,15 +45,19 @@ struct ControlMessage {
 };
 static_assert(sizeof(ControlMessage) == 48, "control messages are 48 bytes on the wire");
 
-// The tag of a work request (its wr_id): what it is, for which peer.
+// The tag of a work request (its wr_id): what it is, for which peer, which
+// slot or buffer (below 2^16), and the epoch of the peer's QP it was posted
+// on (a QP restarted during Connect leaves completions of the old one).
 // kDirect: an RDMA write straight into a receiver's offered buffer.
 enum class WorkKind : uint64_t { kData = 1, kControlSend = 2, kReceive = 3, kDirect = 4 };
-inline uint64_t WorkId(WorkKind kind, uint32_t peer, uint32_t index) {
-  return static_cast<uint64_t>(kind) << 56 | static_cast<uint64_t>(peer & 0xffffff) << 32 | index;
+inline uint64_t WorkId(WorkKind kind, uint32_t peer, uint32_t index, uint32_t epoch = 0) {
+  return static_cast<uint64_t>(kind) << 56 | static_cast<uint64_t>(peer & 0xffffff) << 32 |
+         static_cast<uint64_t>(epoch & 0xffff) << 16 | (index & 0xffff);
 }
 inline WorkKind WorkKindOf(uint64_t id) { return static_cast<WorkKind>(id >> 56); }
 inline uint32_t WorkPeerOf(uint64_t id) { return static_cast<uint32_t>(id >> 32) & 0xffffff; }
-inline uint32_t WorkIndexOf(uint64_t id) { return static_cast<uint32_t>(id); }
+inline uint32_t WorkIndexOf(uint64_t id) { return static_cast<uint32_t>(id) & 0xffff; }
+inline uint32_t WorkEpochOf(uint64_t id) { return static_cast<uint32_t>(id >> 16) & 0xffff; }
 
 }  // namespace ib
 }  // namespace chorus
