@@ -95,18 +95,27 @@ TEST(IbTransportTest, UnknownDeviceFailsNamingWhatItSaw) {
       << status.message();
 }
 
+// `nranks` transports, created but not connected, and their addresses.
+std::vector<std::unique_ptr<Transport>> Unconnected(int nranks, std::vector<std::string>* addresses) {
+  std::vector<std::unique_ptr<Transport>> transports(nranks);
+  for (int rank = 0; rank < nranks; ++rank) {
+    const Status created = CreateIbTransport(Options(rank, nranks), &transports[rank]);
+    EXPECT_TRUE(created.ok()) << created.message();
+    if (!created.ok()) return {};
+    addresses->push_back(transports[rank]->LocalAddress());
+  }
+  return transports;
+}
+
 TEST(IbTransportTest, APeerThatConnectsLateIsWaitedForUntilTheDeadline) {
   SKIP_WITHOUT_DEVICE();
   // Rank 1 connects 6 s after rank 0: many times as long as rank 0's RC
   // retries of its hello last (ack timeout 14: 67 ms, 7 tries; about 0.5 s
   // a round in the soft-RoCE guest, whose QP restarts CHORUS_DEBUG=INFO
   // shows), well within the 30 s deadline. Both connect, then exchange.
-  std::vector<std::unique_ptr<Transport>> transports(2);
   std::vector<std::string> addresses;
-  for (int rank = 0; rank < 2; ++rank) {
-    ASSERT_TRUE(CreateIbTransport(Options(rank, 2), &transports[rank]).ok());
-    addresses.push_back(transports[rank]->LocalAddress());
-  }
+  std::vector<std::unique_ptr<Transport>> transports = Unconnected(2, &addresses);
+  ASSERT_EQ(transports.size(), 2u);
   std::vector<Status> results(2);
   ForEachRank(2, [&](int rank) {
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(6000));
@@ -120,12 +129,9 @@ TEST(IbTransportTest, APeerThatConnectsLateIsWaitedForUntilTheDeadline) {
 
 TEST(IbTransportTest, APeerThatNeverConnectsFailsConnectAtTheDeadlineNamingIt) {
   SKIP_WITHOUT_DEVICE();
-  std::vector<std::unique_ptr<Transport>> transports(2);
   std::vector<std::string> addresses;
-  for (int rank = 0; rank < 2; ++rank) {
-    ASSERT_TRUE(CreateIbTransport(Options(rank, 2), &transports[rank]).ok());
-    addresses.push_back(transports[rank]->LocalAddress());
-  }
+  std::vector<std::unique_ptr<Transport>> transports = Unconnected(2, &addresses);
+  ASSERT_EQ(transports.size(), 2u);
   const auto start = std::chrono::steady_clock::now();
   const Status status = transports[0]->Connect(addresses, Deadline::AfterMs(2000));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
