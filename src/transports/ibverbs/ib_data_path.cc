@@ -42,13 +42,9 @@ Status IbTransport::Post(int peer_rank, TransferRequest* request, bool is_send) 
   }
   tail = request;
   if (!is_send && peer->offer_cursor == nullptr) peer->offer_cursor = request;
-  bool progressed = false;
-  Status status;
-  // A receive first takes in what already arrived, so that it meets an
-  // announcement waiting for it before answering it as a new receive.
-  if (!is_send) PollCompletions(&progressed, &status);
   // Start at once: a send needs no Progress to leave if credits allow.
-  if (status.ok()) status = Advance(peer, &progressed);
+  bool progressed = false;
+  const Status status = Advance(peer, &progressed);
   return status.ok() ? status : Fail(status);
 }
 
