@@ -290,8 +290,9 @@ chorusResult_t chorusCommDumpTrace(chorusComm_t comm, const char* path);
  * The memory must stay allocated until chorusCommDeregister. `*handle`
  * names the registration. A deregistration while an operation uses the
  * buffer takes effect when the operation ends.
- * chorusInvalidArgument: `buff` or `handle` NULL, `size` 0, or the
- * transport refuses the range (the message says why).
+ * chorusInvalidArgument: `buff` or `handle` NULL, `size` 0;
+ * chorusSystemError: the transport cannot register the range (ibverbs:
+ * ibv_reg_mr failed, e.g. over the locked-memory limit; the message says).
  */
 chorusResult_t chorusCommRegister(const chorusComm_t comm, void* buff, size_t size, void** handle);
 /** Releases a registration of chorusCommRegister; chorusInvalidArgument
