@@ -1,7 +1,8 @@
 // IbTransport's data path: posting transfers, pushing chunks into the
-// peers' slots as credits allow, consuming what arrived, control messages,
-// completions, probing silent peers, and sleeping on the completion channel
-// until a deadline.
+// peers' slots as credits allow (rings made on first use), consuming what
+// arrived, control messages, completions, probing silent peers, and sleeping
+// on the completion channel until a deadline. Direct writes between
+// registered buffers: ib_direct_path.cc.
 #include <arpa/inet.h>
 #include <poll.h>
 
@@ -47,19 +48,6 @@ Status IbTransport::Post(int peer_rank, TransferRequest* request, bool is_send) 
   const Status status = Advance(peer, &progressed);
   return status.ok() ? status : Fail(status);
 }
-
-namespace {
-
-// The registration `memory` names, when it covers [pointer, pointer + bytes).
-const ibv_mr* CoveringRegion(const MemoryHandle& memory, const void* pointer, size_t bytes) {
-  const auto* mr = static_cast<const ibv_mr*>(memory.data);
-  const auto address = reinterpret_cast<uintptr_t>(pointer);
-  const auto base = reinterpret_cast<uintptr_t>(mr != nullptr ? mr->addr : nullptr);
-  if (mr == nullptr || bytes == 0 || address < base || bytes > mr->length) return nullptr;
-  return address - base <= mr->length - bytes ? mr : nullptr;
-}
-
-}  // namespace
 
 Status IbTransport::WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* payload, const ibv_mr* payload_mr) {
   const uint32_t slot = peer->credits.NextSlot();
@@ -144,116 +132,6 @@ void IbTransport::PopReceive(Peer* peer) {
   ++peer->recv_number;
 }
 
-bool IbTransport::Answered(const TransferRequest* request) const {
-  return options_.direct_bytes > 0 && request->bytes >= options_.direct_bytes;
-}
-
-bool IbTransport::DirectReceivable(const TransferRequest* request) const {
-  return Answered(request) && request->combine == nullptr &&
-         CoveringRegion(request->memory.For(this), request->buffer, request->bytes) != nullptr;
-}
-
-ib::ControlMessage IbTransport::Answer(const TransferRequest* request, uint64_t number) const {
-  ib::ControlMessage answer;
-  answer.kind = static_cast<uint32_t>(ib::ControlKind::kDecline);
-  answer.value = number;
-  answer.tag = request->tag;
-  answer.bytes = request->bytes;
-  if (DirectReceivable(request)) {
-    answer.kind = static_cast<uint32_t>(ib::ControlKind::kReady);
-    answer.address = reinterpret_cast<uintptr_t>(request->buffer);
-    answer.rkey = CoveringRegion(request->memory.For(this), request->buffer, request->bytes)->rkey;
-  }
-  return answer;
-}
-
-void IbTransport::OfferReceives(Peer* peer) {
-  if (peer->ring_owed) {
-    ib::ControlMessage ring;
-    ring.kind = static_cast<uint32_t>(ib::ControlKind::kRing);
-    ring.address = reinterpret_cast<uintptr_t>(peer->ring);
-    ring.rkey = peer->ring_region->mr->rkey;
-    if (PostControl(peer, ring)) peer->ring_owed = false;
-  }
-  if (peer->decline_owed && PostControl(peer, peer->owed_decline)) peer->decline_owed = false;
-  while (peer->offer_cursor != nullptr && peer->offered < peer->recv_number + ib::kOfferWindow) {
-    TransferRequest* request = peer->offer_cursor;
-    // No room now: the next Advance answers it.
-    if (Answered(request) && !PostControl(peer, Answer(request, peer->offered))) return;
-    peer->offer_cursor = request->next;
-    ++peer->offered;
-  }
-}
-
-Status IbTransport::ChooseDirect(Peer* peer, TransferRequest* request, bool* wait) {
-  *wait = false;
-  const bool registered = CoveringRegion(request->memory.For(this), request->buffer, request->bytes) != nullptr;
-  const ib::Offer* offer = peer->offers.For(peer->send_number);
-  if (offer == nullptr) {
-    if (!registered || !Answered(request)) return Status::Ok();
-    // The receive is not posted yet, or its answer is on its way: announce
-    // the message once (a header-only chunk) and wait for the answer.
-    *wait = true;
-    if (peer->announced || !RingReady(peer) || peer->credits.available() == 0) return error_;
-    ib::SlotHeader header;
-    header.tag = request->tag;
-    header.message_bytes = request->bytes;
-    header.flags = ib::kSlotAnnounce;
-    CHORUS_RETURN_IF_ERROR(WriteSlot(peer, header, nullptr, nullptr));
-    peer->announced = true;
-    return Status::Ok();
-  }
-  if (offer->tag != request->tag || offer->bytes != request->bytes) {
-    return InternalError("message mismatch with ", Label(peer->rank), ": it expects tag ", offer->tag, " with ",
-                         offer->bytes, " bytes, this rank sends tag ", request->tag, " with ", request->bytes,
-                         " bytes");
-  }
-  if (offer->declined || !registered) return Status::Ok();
-  // The last message that completed in this entry must have completed here
-  // too; its acknowledgement is on its way.
-  if (peer->completes_with_direct[peer->send_number % ib::kOfferWindow] != nullptr) {
-    *wait = true;
-    return Status::Ok();
-  }
-  peer->send_direct = true;
-  return Status::Ok();
-}
-
-Status IbTransport::PushDirect(Peer* peer, TransferRequest* request) {
-  const ib::Offer* offer = peer->offers.For(peer->send_number);
-  const ibv_mr* mr = CoveringRegion(request->memory.For(this), request->buffer, request->bytes);
-  const uint64_t offset = request->progress;
-  const uint64_t bytes = std::min<uint64_t>(request->bytes - offset, direct_piece_bytes_);
-  const bool last = offset + bytes == request->bytes;
-  const uint32_t entry = static_cast<uint32_t>(peer->send_number % ib::kOfferWindow);
-  ibv_sge sge = {};
-  sge.addr = reinterpret_cast<uintptr_t>(request->buffer) + offset;
-  sge.length = static_cast<uint32_t>(bytes);
-  sge.lkey = mr->lkey;
-  ibv_send_wr wr = {};
-  // Only the last write completes the message; the others name no entry.
-  wr.wr_id = ib::WorkId(ib::WorkKind::kDirect, peer->rank, last ? entry : ib::kOfferWindow, peer->epoch);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.imm_data = htonl(ib::DirectImm(peer->send_number));
-  wr.wr.rdma.remote_addr = offer->address + offset;
-  wr.wr.rdma.rkey = offer->rkey;
-  ibv_send_wr* bad = nullptr;
-  const int err = ibv_post_send(peer->qp, &wr, &bad);
-  if (err != 0) return ErrnoError(err, StrCat("ibverbs transport: ibv_post_send to ", Label(peer->rank)));
-  ++peer->sends_outstanding;
-  request->progress += bytes;
-  if (last) {
-    peer->completes_with_direct[entry] = request;
-    peer->send_direct = false;
-    ++direct_counts_.sent;
-    PopSend(peer);
-  }
-  return Status::Ok();
-}
-
 Status IbTransport::PushSends(Peer* peer, bool* progressed) {
   const uint64_t payload = options_.slot_bytes - ib::kSlotHeaderBytes;
   // Room is kept for control messages: credits must flow even while we stream.
@@ -280,7 +158,7 @@ Status IbTransport::PushSends(Peer* peer, bool* progressed) {
     header.chunk_bytes = static_cast<uint32_t>(bytes);
     const uint8_t* source = static_cast<const uint8_t*>(request->buffer) + header.offset;
     // In place from a registration covering the chunk, else through staging.
-    const ibv_mr* user_mr = CoveringRegion(request->memory.For(this), source, bytes);
+    const ibv_mr* user_mr = ib::CoveringRegion(request->memory.For(this), source, bytes);
     const bool in_place = user_mr != nullptr;
     CHORUS_RETURN_IF_ERROR(WriteSlot(peer, header, source, user_mr));
     ++request->lane;
@@ -624,11 +502,6 @@ IbTransport::RingCounts IbTransport::ring_counts() {
     counts.staging += peer->staging_region != nullptr;
   }
   return counts;
-}
-
-IbTransport::DirectCounts IbTransport::direct_counts() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return direct_counts_;
 }
 
 }  // namespace chorus

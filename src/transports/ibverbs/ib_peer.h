@@ -20,6 +20,15 @@ namespace ib {
 // Control SENDs in flight per peer (credits, probes, hello, close).
 constexpr uint32_t kControlSendSlots = 8;
 
+// The registration `memory` names, when it covers [pointer, pointer + bytes).
+inline const ibv_mr* CoveringRegion(const MemoryHandle& memory, const void* pointer, size_t bytes) {
+  const auto* mr = static_cast<const ibv_mr*>(memory.data);
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  const auto base = reinterpret_cast<uintptr_t>(mr != nullptr ? mr->addr : nullptr);
+  if (mr == nullptr || bytes == 0 || address < base || bytes > mr->length) return nullptr;
+  return address - base <= mr->length - bytes ? mr : nullptr;
+}
+
 inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();

@@ -136,7 +136,9 @@ class IbTransport : public Transport {
   Status WriteSlot(Peer* peer, ib::SlotHeader header, const uint8_t* payload, const ibv_mr* payload_mr);
   // Answers the posted receives of the direct size, and an owed decline.
   void OfferReceives(Peer* peer);
-  bool DirectReceivable(const TransferRequest* request) const;
+  // The registration a receive may be written into directly (of the
+  // answered size, not reduced on arrival, registered whole), or null.
+  const ibv_mr* DirectRegion(const TransferRequest* request) const;
   void PopSend(Peer* peer);
   void PopReceive(Peer* peer);
   bool PostControl(Peer* peer, const ib::ControlMessage& message);
