@@ -147,6 +147,7 @@ for name in reduction_collectives data_movement_collectives p2p multiprocess dea
 done
 run_stage rdma env CHORUS_RDMA_VM_TIMEOUT=$((2 * TEST_TIMEOUT_S)) CHORUS_TRANSPORT=ibverbs \
   GTEST_FILTER='-*4ranks*:*5ranks*:*8ranks*' scripts/rdma-vm-tests.sh \
-  "$CHORUS_BUILD_DIR/tests/transports/ibverbs_transport_test" "$CHORUS_BUILD_DIR/tests/api/ibverbs_selection_test" \
+  "$CHORUS_BUILD_DIR/tests/transports/ibverbs_transport_test" "$CHORUS_BUILD_DIR/tests/transports/ibverbs_direct_test" \
+  "$CHORUS_BUILD_DIR/tests/api/ibverbs_selection_test" \
   "${rdma_api_tests[@]}"
 finish

@@ -22,9 +22,7 @@
 #include "tests/transports/transport_test_util.h"
 #include "transports/transport_registry.h"
 #if CHORUS_HAVE_IBVERBS
-#include <infiniband/verbs.h>
-
-#include "transports/ibverbs/ib_transport.h"
+#include "tests/transports/ib_test_util.h"
 #endif
 
 namespace chorus {
@@ -32,49 +30,14 @@ namespace {
 
 #if CHORUS_HAVE_IBVERBS
 
-// Longer than the other transports' tests: soft-RoCE is emulated.
-constexpr int kTestTimeoutMs = 30000;
-
+using ib_test::ConnectedMesh;
+using ib_test::kTestTimeoutMs;
+using ib_test::NoDeviceReason;
+using ib_test::Options;
+using ib_test::WaitAll;
 using transport_test::DestroyTogether;
 using transport_test::ForEachRank;
 using transport_test::Pattern;
-
-// Why the device tests cannot run here, or empty.
-std::string NoDeviceReason() {
-  int count = 0;
-  ibv_device** list = ibv_get_device_list(&count);
-  if (list != nullptr) ibv_free_device_list(list);
-  return count > 0 ? std::string() : "no RDMA device";
-}
-
-#define SKIP_WITHOUT_DEVICE()                            \
-  do {                                                   \
-    const std::string reason = NoDeviceReason();         \
-    if (!reason.empty()) GTEST_SKIP() << reason;         \
-  } while (0)
-
-IbOptions Options(int rank, int nranks) {
-  IbOptions options;
-  options.rank = rank;
-  options.nranks = nranks;
-  options.slots = 8;
-  options.slot_bytes = 64 * 1024;  // 8 MiB messages are 129 chunks: the ring wraps many times
-  options.ack_timeout = 14;        // a dead peer is found in about half a second of retries
-  return options;
-}
-
-std::vector<std::unique_ptr<Transport>> ConnectedMesh(int nranks) {
-  return transport_test::ConnectedMesh(
-      nranks,
-      [nranks](int rank, std::unique_ptr<Transport>* transport) {
-        return CreateIbTransport(Options(rank, nranks), transport);
-      },
-      kTestTimeoutMs);
-}
-
-Status WaitAll(Transport* transport, const std::vector<TransferRequest*>& requests, int timeout_ms = kTestTimeoutMs) {
-  return transport_test::WaitAll(transport, requests, timeout_ms);
-}
 
 const std::vector<size_t> kSizes = {0, 1, 13, 4096, 65536 - 64, 65536 - 63, 65536 + 7, 1 << 20, 8 << 20};
 
@@ -159,206 +122,6 @@ TEST(IbTransportTest, ThreadsExchangeFromRegisteredBuffersInPlace) {
   ForEachRank(2, [&](int rank) { results[rank] = ExchangeAllSizes(transports[rank].get(), rank, 2, true); });
   for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
   DestroyTogether(&transports);
-}
-
-// Rank 1 posts receives into `sizes` buffers (registered when
-// `recv_registered`), then tells rank 0 with a small message, so that its
-// offers reach rank 0 before rank 0 sends (RC keeps them in order); rank 0
-// sends them (from registered buffers when `send_registered`). Checks every
-// byte; `direct` gets rank 0's and rank 1's counts of direct messages.
-Status OfferedExchange(const std::vector<size_t>& sizes, const std::vector<bool>& send_registered,
-                       bool recv_registered, IbTransport::DirectCounts direct[2]) {
-  auto transports = ConnectedMesh(2);
-  if (transports.size() != 2) return InternalError("no mesh");
-  std::vector<Status> results(2);
-  ForEachRank(2, [&](int rank) {
-    Transport* transport = transports[rank].get();
-    Endpoint* endpoint = transport->endpoint(1 - rank);
-    std::vector<std::vector<uint8_t>> buffers;
-    std::vector<TransferRequest> requests(sizes.size());
-    std::vector<MemoryHandle> handles;
-    std::vector<TransferRequest*> pending;
-    uint8_t go = 0;
-    TransferRequest signal;
-    signal.buffer = &go;
-    signal.bytes = 1;
-    signal.tag = 1;
-    Status& status = results[rank];
-    if (rank == 0) status = endpoint->PostRecv(&signal);
-    for (size_t k = 0; k < sizes.size() && status.ok(); ++k) {
-      buffers.emplace_back(sizes[k]);
-      for (size_t i = 0; i < sizes[k]; ++i) buffers[k][i] = rank == 0 ? Pattern(0, 1, i + k) : 0xEE;
-      TransferRequest& request = requests[k];
-      request.buffer = buffers[k].data();
-      request.bytes = sizes[k];
-      request.tag = 100 + k;
-      const bool registered = rank == 0 ? send_registered[k] : recv_registered;
-      if (registered && sizes[k] > 0) {
-        status = transport->RegisterMemory(request.buffer, request.bytes, MemoryKind::kHost, &request.memory);
-        handles.push_back(request.memory);
-      }
-      if (status.ok() && rank == 1) status = endpoint->PostRecv(&request);
-    }
-    if (status.ok() && rank == 1) status = endpoint->PostSend(&signal);
-    if (status.ok() && rank == 0) status = WaitAll(transport, {&signal});
-    for (size_t k = 0; k < sizes.size() && status.ok() && rank == 0; ++k) status = endpoint->PostSend(&requests[k]);
-    for (TransferRequest& request : requests) pending.push_back(&request);
-    if (rank == 1) pending.push_back(&signal);
-    if (status.ok()) status = WaitAll(transport, pending);
-    for (const MemoryHandle& handle : handles) transport->DeregisterMemory(handle);
-    for (size_t k = 0; k < sizes.size() && status.ok() && rank == 1; ++k) {
-      for (size_t i = 0; i < sizes[k]; ++i) {
-        if (buffers[k][i] != Pattern(0, 1, i + k)) {
-          status = InternalError("byte ", i, " of message ", k, " (", sizes[k], " bytes) is wrong");
-          break;
-        }
-      }
-    }
-    direct[rank] = static_cast<IbTransport*>(transport)->direct_counts();
-  });
-  DestroyTogether(&transports);
-  return results[0].ok() ? results[1] : results[0];
-}
-
-TEST(IbTransportTest, RegisteredBuffersOnBothSidesGoDirectFromTheOffer) {
-  SKIP_WITHOUT_DEVICE();
-  // At and past the 64 KiB default, 1 MiB in one write, 8 MiB over the
-  // 8-slot ring many times over; 1000 bytes stays below and goes by slot.
-  const std::vector<size_t> sizes = {65536, 1000, 65536 + 7, 1 << 20, 8 << 20};
-  IbTransport::DirectCounts direct[2];
-  const Status status = OfferedExchange(sizes, std::vector<bool>(sizes.size(), true), true, direct);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(direct[0].sent, 4u);
-  EXPECT_EQ(direct[1].received, 4u);
-  EXPECT_EQ(direct[0].received, 0u);
-  EXPECT_EQ(direct[1].sent, 0u);
-}
-
-TEST(IbTransportTest, AnOfferTheSenderCannotTakeGoesStaleAndLaterOnesStillWork) {
-  SKIP_WITHOUT_DEVICE();
-  // Messages 0 and 2 leave unregistered buffers (by slot, their offers go
-  // stale); 1 and 3 go direct, in order with them.
-  const std::vector<size_t> sizes = {1 << 20, 1 << 20, 300000, 300000};
-  IbTransport::DirectCounts direct[2];
-  const Status status = OfferedExchange(sizes, {false, true, false, true}, true, direct);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(direct[0].sent, 2u);
-  EXPECT_EQ(direct[1].received, 2u);
-}
-
-TEST(IbTransportTest, UnregisteredReceivesAreNeverOffered) {
-  SKIP_WITHOUT_DEVICE();
-  const std::vector<size_t> sizes = {1 << 20, 8 << 20};
-  IbTransport::DirectCounts direct[2];
-  const Status status = OfferedExchange(sizes, {true, true}, false, direct);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(direct[0].sent, 0u);
-  EXPECT_EQ(direct[1].received, 0u);
-}
-
-TEST(IbTransportTest, ManyOfferedReceivesBeyondTheWindowStayInOrder) {
-  SKIP_WITHOUT_DEVICE();
-  // 40 receives: more than the 16 offered at once, so later offers follow
-  // as earlier messages complete; every other one from an unregistered
-  // buffer.
-  std::vector<size_t> sizes;
-  std::vector<bool> registered;
-  for (int k = 0; k < 40; ++k) {
-    sizes.push_back(65536 + 64 * k);
-    registered.push_back(k % 2 == 0);
-  }
-  IbTransport::DirectCounts direct[2];
-  const Status status = OfferedExchange(sizes, registered, true, direct);
-  ASSERT_TRUE(status.ok()) << status.message();
-  // Every registered one: a sender waits for the answer of each.
-  EXPECT_EQ(direct[0].sent, 20u);
-  EXPECT_EQ(direct[1].received, 20u);
-}
-
-// Rank 0 posts its sends at once; rank 1 posts its receives `delay_ms`
-// later (registered when `recv_registered`; reducing on arrival when
-// `combine`). Checks every byte (or the sum folded); `direct` as above.
-Status LateReceives(const std::vector<size_t>& sizes, bool recv_registered, bool combine, int delay_ms,
-                    IbTransport::DirectCounts direct[2]) {
-  auto transports = ConnectedMesh(2);
-  if (transports.size() != 2) return InternalError("no mesh");
-  struct Sum {
-    uint64_t total = 0;
-    static void Fold(void* context, size_t, const void* incoming, size_t bytes) {
-      for (size_t i = 0; i < bytes; ++i) static_cast<Sum*>(context)->total += static_cast<const uint8_t*>(incoming)[i];
-    }
-  };
-  std::vector<Status> results(2);
-  ForEachRank(2, [&](int rank) {
-    Transport* transport = transports[rank].get();
-    Endpoint* endpoint = transport->endpoint(1 - rank);
-    std::vector<std::vector<uint8_t>> buffers;
-    std::vector<TransferRequest> requests(sizes.size());
-    std::vector<MemoryHandle> handles;
-    std::vector<TransferRequest*> pending;
-    std::vector<Sum> sums(sizes.size());
-    std::vector<ReceiveCombiner> combiners(sizes.size());
-    Status& status = results[rank];
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    for (size_t k = 0; k < sizes.size() && status.ok(); ++k) {
-      buffers.emplace_back(sizes[k]);
-      for (size_t i = 0; i < sizes[k]; ++i) buffers[k][i] = rank == 0 ? Pattern(0, 1, i + k) : 0xEE;
-      TransferRequest& request = requests[k];
-      request.buffer = buffers[k].data();
-      request.bytes = sizes[k];
-      request.tag = 100 + k;
-      if (rank == 0 || recv_registered) {
-        status = transport->RegisterMemory(request.buffer, request.bytes, MemoryKind::kHost, &request.memory);
-        handles.push_back(request.memory);
-      }
-      if (rank == 1 && combine) {
-        combiners[k].fn = Sum::Fold;
-        combiners[k].context = &sums[k];
-        request.combine = &combiners[k];
-      }
-      if (status.ok()) status = rank == 0 ? endpoint->PostSend(&request) : endpoint->PostRecv(&request);
-      pending.push_back(&request);
-    }
-    if (status.ok()) status = WaitAll(transport, pending);
-    for (const MemoryHandle& handle : handles) transport->DeregisterMemory(handle);
-    for (size_t k = 0; k < sizes.size() && status.ok() && rank == 1; ++k) {
-      uint64_t expected = 0;
-      for (size_t i = 0; i < sizes[k]; ++i) {
-        if (combine) {
-          expected += Pattern(0, 1, i + k);
-        } else if (buffers[k][i] != Pattern(0, 1, i + k)) {
-          status = InternalError("byte ", i, " of message ", k, " (", sizes[k], " bytes) is wrong");
-          break;
-        }
-      }
-      if (combine && sums[k].total != expected) status = InternalError("message ", k, " folded wrong");
-    }
-    direct[rank] = static_cast<IbTransport*>(transport)->direct_counts();
-  });
-  DestroyTogether(&transports);
-  return results[0].ok() ? results[1] : results[0];
-}
-
-TEST(IbTransportTest, SendsPostedBeforeTheirReceivesAnnounceAndGoDirect) {
-  SKIP_WITHOUT_DEVICE();
-  const std::vector<size_t> sizes = {1 << 20, 65536, 3 << 20, 1000, 200000};
-  IbTransport::DirectCounts direct[2];
-  const Status status = LateReceives(sizes, true, false, 300, direct);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(direct[0].sent, 4u);  // all but the 1000 bytes
-  EXPECT_EQ(direct[1].received, 4u);
-}
-
-TEST(IbTransportTest, AnnouncedSendsToUnregisteredOrReducingReceivesAreDeclined) {
-  SKIP_WITHOUT_DEVICE();
-  const std::vector<size_t> sizes = {1 << 20, 65536, 1000, 3 << 20};
-  for (bool combine : {false, true}) {
-    IbTransport::DirectCounts direct[2];
-    const Status status = LateReceives(sizes, combine, combine, 300, direct);
-    ASSERT_TRUE(status.ok()) << status.message();
-    EXPECT_EQ(direct[0].sent, 0u);
-    EXPECT_EQ(direct[1].received, 0u);
-  }
 }
 
 TEST(IbTransportTest, RingsAreMadeOnlyBetweenRanksThatUseThem) {
@@ -517,84 +280,6 @@ TEST(IbTransportTest, LengthMismatchFailsNamingThePeer) {
   const Status status = Mismatch(5, 1 << 20, 5, 1000);
   EXPECT_EQ(status.code(), chorusInternalError) << status.message();
   EXPECT_NE(status.message().find("got tag 5 with 1048576 bytes"), std::string::npos) << status.message();
-}
-
-// Rank 0 sends 1 MiB with tag 6 from a registered buffer; rank 1 receives
-// 1 MiB with tag 5 into a registered buffer. `offered`: rank 1 posts first
-// and tells rank 0, so the offer meets the send; else rank 0 first sends a
-// small message (so that its ring on rank 1 exists) and rank 1 posts 300 ms
-// late, so rank 0 announces. Returns both ranks' results.
-std::vector<Status> DirectMismatch(bool offered) {
-  auto transports = ConnectedMesh(2);
-  if (transports.size() != 2) return {InternalError("no mesh"), InternalError("no mesh")};
-  std::vector<uint8_t> out(1 << 20, 1), in(1 << 20);
-  TransferRequest send, recv, signals[2];
-  uint8_t go[2] = {};
-  for (int rank = 0; rank < 2; ++rank) {
-    signals[rank].buffer = &go[rank];
-    signals[rank].bytes = 1;
-  }
-  std::vector<Status> results = {transports[0]->RegisterMemory(out.data(), out.size(), MemoryKind::kHost, &send.memory),
-                                 transports[1]->RegisterMemory(in.data(), in.size(), MemoryKind::kHost, &recv.memory)};
-  send.buffer = out.data();
-  send.bytes = out.size();
-  send.tag = 6;
-  recv.buffer = in.data();
-  recv.bytes = in.size();
-  recv.tag = 5;
-  if (results[0].ok() && results[1].ok()) {
-    ForEachRank(2, [&](int rank) {
-      Transport* transport = transports[rank].get();
-      Endpoint* endpoint = transport->endpoint(1 - rank);
-      Status& status = results[rank];
-      TransferRequest* signal = &signals[rank];
-      if (!offered) {
-        status = rank == 0 ? endpoint->PostSend(signal) : endpoint->PostRecv(signal);
-        if (status.ok()) status = WaitAll(transport, {signal});
-      }
-      if (rank == 1) {
-        if (!offered) {
-          // The announcement arrives meanwhile; taking it in before posting
-          // lets the receive meet it before answering.
-          std::this_thread::sleep_for(std::chrono::milliseconds(300));
-          if (status.ok()) status = transport->Progress(0);
-        }
-        if (status.ok()) status = endpoint->PostRecv(&recv);
-        if (status.ok() && offered) status = endpoint->PostSend(signal);
-        if (status.ok()) status = WaitAll(transport, {&recv}, 5000);
-      } else {
-        if (offered) status = endpoint->PostRecv(signal);
-        if (status.ok() && offered) status = WaitAll(transport, {signal});
-        if (status.ok()) status = endpoint->PostSend(&send);
-        if (status.ok()) status = WaitAll(transport, {&send}, 5000);
-      }
-    });
-  }
-  transports[0]->DeregisterMemory(send.memory);
-  transports[1]->DeregisterMemory(recv.memory);
-  DestroyTogether(&transports);
-  return results;
-}
-
-TEST(IbTransportTest, AnOfferedBufferOfAnotherTagFailsTheSenderNamingThePeer) {
-  SKIP_WITHOUT_DEVICE();
-  const std::vector<Status> results = DirectMismatch(true);
-  EXPECT_EQ(results[0].code(), chorusInternalError) << results[0].message();
-  EXPECT_NE(results[0].message().find("mismatch with rank 1"), std::string::npos) << results[0].message();
-  EXPECT_NE(results[0].message().find("it expects tag 5 with 1048576 bytes, this rank sends tag 6"),
-            std::string::npos)
-      << results[0].message();
-  EXPECT_FALSE(results[1].ok());
-}
-
-TEST(IbTransportTest, AnAnnouncementOfAnotherTagFailsTheReceiverNamingThePeer) {
-  SKIP_WITHOUT_DEVICE();
-  const std::vector<Status> results = DirectMismatch(false);
-  EXPECT_EQ(results[1].code(), chorusInternalError) << results[1].message();
-  EXPECT_NE(results[1].message().find("mismatch with rank 0"), std::string::npos) << results[1].message();
-  EXPECT_NE(results[1].message().find("expected tag 5 with 1048576 bytes, got tag 6"), std::string::npos)
-      << results[1].message();
-  EXPECT_FALSE(results[0].ok());
 }
 
 TEST(IbTransportTest, ShutdownWakesASleepingProgressAndStaysFailed) {
