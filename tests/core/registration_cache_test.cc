@@ -222,16 +222,23 @@ class ReachingRank1 : public Base {
   Endpoint* endpoint(int peer) override { return peer == 1 ? &endpoint_ : nullptr; }
 };
 
+// A mux of rank 0 of 2 whose one transport, a ReachingRank1<Base>, is left
+// in `inner`.
+template <class Base>
+Status MuxReachingRank1(ReachingRank1<Base>** inner, std::unique_ptr<TransportMux>* mux) {
+  auto owned = std::make_unique<ReachingRank1<Base>>();
+  *inner = owned.get();
+  std::vector<std::unique_ptr<Transport>> transports;
+  transports.push_back(std::move(owned));
+  return TransportMux::Create(std::move(transports), 0, 2, mux);
+}
+
 TEST(RegistrationCacheTest, AMuxRegistersWithTheTransportsThatNeedIt) {
   // Peer 1 over a transport that needs registration: the mux's handle holds
   // its handle, found with For().
-  using Reaching = ReachingRank1<CountingTransport>;
-  auto owned = std::make_unique<Reaching>();
-  Reaching* inner = owned.get();
-  std::vector<std::unique_ptr<Transport>> transports;
-  transports.push_back(std::move(owned));
+  ReachingRank1<CountingTransport>* inner = nullptr;
   std::unique_ptr<TransportMux> mux;
-  ASSERT_TRUE(TransportMux::Create(std::move(transports), 0, 2, &mux).ok());
+  ASSERT_TRUE(MuxReachingRank1(&inner, &mux).ok());
   EXPECT_TRUE(mux->capabilities().needs_memory_registration);
   std::vector<uint8_t> memory(128);
   {
@@ -394,13 +401,9 @@ TEST(UserRegistrationsTest, ALaunchCarriesTheUsersHandleAndHoldsItPastADeregistr
 }
 
 TEST(UserRegistrationsTest, AMuxRegistersOnlyWithTransportsThatTakeTheKind) {
-  using Reaching = ReachingRank1<TakingTransport>;
-  auto owned = std::make_unique<Reaching>();
-  Reaching* inner = owned.get();
-  std::vector<std::unique_ptr<Transport>> transports;
-  transports.push_back(std::move(owned));
+  ReachingRank1<TakingTransport>* inner = nullptr;
   std::unique_ptr<TransportMux> mux;
-  ASSERT_TRUE(TransportMux::Create(std::move(transports), 0, 2, &mux).ok());
+  ASSERT_TRUE(MuxReachingRank1(&inner, &mux).ok());
   EXPECT_FALSE(mux->capabilities().needs_memory_registration);
   EXPECT_TRUE(mux->capabilities().takes_registered_memory);
   std::vector<uint8_t> memory(256);
