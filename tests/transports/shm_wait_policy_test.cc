@@ -1,5 +1,5 @@
-// The shm wait policy: when do the ranks of a host outnumber their CPUs,
-// and does a connected transport pick the matching policy.
+// The shm wait policy: does a connected transport pick the policy that
+// matches its ranks' CPUs (transports/cpu_sharing.h decides).
 #include "transports/shm/shm_wait_policy.h"
 
 #include <thread>
@@ -13,63 +13,10 @@
 namespace chorus {
 namespace {
 
-using shm::CpuMask;
-using shm::RanksOutnumberCpus;
-
-CpuMask Cpus(std::initializer_list<int> cpus) {
-  CpuMask mask;
-  for (int cpu : cpus) mask.words[cpu / 64] |= uint64_t{1} << (cpu % 64);
-  return mask;
-}
-
-TEST(ShmWaitPolicy, UnpinnedRanksAgainstTheirCpus) {
-  const CpuMask two = Cpus({0, 1});
-  EXPECT_FALSE(RanksOutnumberCpus({two}));
-  EXPECT_FALSE(RanksOutnumberCpus({two, two}));
-  EXPECT_TRUE(RanksOutnumberCpus({two, two, two}));
-  EXPECT_TRUE(RanksOutnumberCpus({two, two, two, two}));
-  const CpuMask many = Cpus({0, 1, 2, 3, 64, 65, 127, 1023});
-  EXPECT_FALSE(RanksOutnumberCpus(std::vector<CpuMask>(8, many)));
-  EXPECT_TRUE(RanksOutnumberCpus(std::vector<CpuMask>(9, many)));
-}
-
-TEST(ShmWaitPolicy, PinnedRanks) {
-  // One rank per core (taskset -c r): every rank has its core.
-  EXPECT_FALSE(RanksOutnumberCpus({Cpus({0}), Cpus({1})}));
-  EXPECT_FALSE(RanksOutnumberCpus({Cpus({0}), Cpus({1}), Cpus({2}), Cpus({3})}));
-  // Two ranks pinned to each of two cores.
-  EXPECT_TRUE(RanksOutnumberCpus({Cpus({0}), Cpus({0}), Cpus({1}), Cpus({1})}));
-  // Rank 0 has core 0 alone, ranks 1 and 2 share core 1.
-  EXPECT_TRUE(RanksOutnumberCpus({Cpus({0}), Cpus({1}), Cpus({1})}));
-  // Two ranks on core 0 among four cores that have room for five ranks.
-  EXPECT_TRUE(RanksOutnumberCpus({Cpus({0}), Cpus({1}), Cpus({2}), Cpus({3}), Cpus({0})}));
-  // Ranks 0 and 2 pinned, rank 1 free on cores 0-1 (it can use core 1): no core is short.
-  EXPECT_FALSE(RanksOutnumberCpus({Cpus({0}), Cpus({0, 1}), Cpus({2})}));
-  // Rank 1 may use cores 0-1, but ranks 0 and 2 pin both: three ranks, two cores.
-  EXPECT_TRUE(RanksOutnumberCpus({Cpus({0}), Cpus({0, 1}), Cpus({1}), Cpus({2, 3})}));
-}
-
-TEST(ShmWaitPolicy, UnknownMaskMeansEveryCpu) {
-  const CpuMask unknown;  // no CPU set: the peer could not say
-  EXPECT_FALSE(RanksOutnumberCpus({Cpus({0}), unknown}));
-  EXPECT_FALSE(RanksOutnumberCpus({unknown, unknown, unknown}));
-  // The two ranks pinned to core 0 still share it.
-  EXPECT_TRUE(RanksOutnumberCpus({Cpus({0}), Cpus({0}), unknown}));
-  EXPECT_FALSE(RanksOutnumberCpus({}));
-}
-
-TEST(ShmWaitPolicy, CurrentMaskHasTheCpusThisThreadMayUse) {
-  const CpuMask mine = shm::CurrentCpuMask();
-  size_t cpus = 0;
-  for (uint64_t word : mine.words) cpus += static_cast<size_t>(__builtin_popcountll(word));
-  EXPECT_GE(cpus, 1u);
-  EXPECT_LE(cpus, static_cast<size_t>(std::thread::hardware_concurrency()));
-}
-
 // Thread ranks share this process's CPUs: the transport yields exactly when
 // they outnumber them, unless the tuning forces a policy.
 TEST(ShmWaitPolicy, ConnectedTransportChoosesFromTheMasks) {
-  const CpuMask mine = shm::CurrentCpuMask();
+  const CpuMask mine = CurrentCpuMask();
   size_t cpus = 0;
   for (uint64_t word : mine.words) cpus += static_cast<size_t>(__builtin_popcountll(word));
   for (ShmWaitMode mode : {ShmWaitMode::kAuto, ShmWaitMode::kDedicatedCores, ShmWaitMode::kSharedCores}) {

@@ -102,16 +102,44 @@ TEST(UcxTagTest, NumbersEachDirectionApart) {
   EXPECT_NE(ucx::NoticeTag(3) & ucx::kMessageMask, ucx::MessageTag(3, 0, 0) & ucx::kMessageMask);
 }
 
+// Ranks as threads share this process's CPUs: the transport says they
+// share cores exactly when they outnumber them (and then sleeps at once
+// instead of driving a busy worker).
+TEST(UcxTransportTest, SharesCoresWhenItsHostsRanksOutnumberTheCpus) {
+  size_t cpus = 0;
+  for (uint64_t word : CurrentCpuMask().words) cpus += static_cast<size_t>(__builtin_popcountll(word));
+  if (cpus > 16) GTEST_SKIP() << cpus << " CPUs: too many ranks as threads to outnumber them";
+  for (int nranks : {2, static_cast<int>(cpus) + 1}) {
+    if (nranks < 2) continue;
+    auto transports = ConnectedMesh(nranks);
+    ASSERT_EQ(transports.size(), static_cast<size_t>(nranks));
+    for (const auto& transport : transports) {
+      EXPECT_EQ(transport->capabilities().shares_cores, static_cast<size_t>(nranks) > cpus) << nranks << " ranks";
+    }
+    // Messages still flow either way.
+    std::vector<Status> results(nranks);
+    ForEachRank(nranks, [&](int rank) { results[rank] = ExchangeAllSizes(transports[rank].get(), rank, nranks); });
+    for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.message();
+    DestroyTogether(&transports);
+  }
+}
+
 TEST(UcxAddressTest, RoundTripsAndRejectsGarbage) {
   const unsigned char bytes[] = {0x00, 0x7f, 0xff, 0x10};
-  const std::string text = ucx::EncodeWorkerAddress(bytes, sizeof(bytes));
-  EXPECT_EQ(text, "007fff10");
-  std::vector<unsigned char> decoded;
-  ASSERT_TRUE(ucx::DecodeWorkerAddress(text, &decoded).ok());
-  EXPECT_EQ(decoded, std::vector<unsigned char>(bytes, bytes + sizeof(bytes)));
-  EXPECT_FALSE(ucx::DecodeWorkerAddress("abc", &decoded).ok());
-  EXPECT_FALSE(ucx::DecodeWorkerAddress("zz", &decoded).ok());
-  EXPECT_FALSE(ucx::DecodeWorkerAddress("", &decoded).ok());
+  CpuMask cpus;
+  cpus.words[0] = 0x3;
+  cpus.words[2] = 0x10;
+  const std::string host = "node7/1234-abcd/net:[4026531840]";
+  const std::string text = ucx::EncodeRankAddress(bytes, sizeof(bytes), cpus, host);
+  EXPECT_EQ(text, "007fff10@3.0.10@node7/1234-abcd/net:[4026531840]");
+  ucx::RankAddress decoded;
+  ASSERT_TRUE(ucx::DecodeRankAddress(text, &decoded).ok());
+  EXPECT_EQ(decoded.worker, std::vector<unsigned char>(bytes, bytes + sizeof(bytes)));
+  for (size_t i = 0; i < kCpuMaskWords; ++i) EXPECT_EQ(decoded.cpus.words[i], cpus.words[i]) << i;
+  EXPECT_EQ(decoded.host, host);
+  for (const char* garbage : {"", "007fff10", "007fff10@3", "abc@3@h", "zz@3@h", "@3@h", "0011@x@h"}) {
+    EXPECT_FALSE(ucx::DecodeRankAddress(garbage, &decoded).ok()) << garbage;
+  }
 }
 
 TEST(UcxRegistryTest, IsSelectableAloneAndInLists) {

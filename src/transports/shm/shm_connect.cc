@@ -127,11 +127,11 @@ shm::WaitPolicy ShmTransport::ChooseWaitPolicy(const std::vector<std::unique_ptr
       break;
   }
   // Every local rank's mask; peers wrote theirs before publishing.
-  std::vector<shm::CpuMask> masks = {header()->owner_cpus};
+  std::vector<CpuMask> masks = {header()->owner_cpus};
   for (const auto& peer : peers) {
     if (peer != nullptr) masks.push_back(peer->header()->owner_cpus);
   }
-  return shm::RanksOutnumberCpus(masks) ? shm::kSharedCoresPolicy : shm::kDedicatedCoresPolicy;
+  return RanksOutnumberCpus(masks) ? shm::kSharedCoresPolicy : shm::kDedicatedCoresPolicy;
 }
 
 Status ShmTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {

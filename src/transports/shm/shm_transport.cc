@@ -90,7 +90,7 @@ Status ShmTransport::CreateSegment() {
   created->ring_bytes = tuning_.ring_bytes;
   created->segment_bytes = bytes;
   created->owner_view_address = reinterpret_cast<uintptr_t>(segment_->data());
-  created->owner_cpus = shm::CurrentCpuMask();
+  created->owner_cpus = CurrentCpuMask();
   CHORUS_RETURN_IF_ERROR(FillRandom(created->nonce, sizeof(created->nonce)));
   shm::SegmentMac(options_.secret, "shm-owner", created->nonce, options_.rank, created->owner_mac);
   for (int sender = 0; sender < options_.nranks; ++sender) {

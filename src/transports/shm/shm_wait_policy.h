@@ -7,35 +7,17 @@
 // microsecond we spin is a microsecond it cannot have; then the waiter yields
 // at once (what Open MPI does when it detects oversubscription,
 // mpi_yield_when_idle). The decision is taken at Connect from the CPU
-// affinity masks every local rank publishes in its segment header.
+// affinity masks every local rank publishes in its segment header
+// (transports/cpu_sharing.h).
 #pragma once
 
 #include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <vector>
 
 #include "base/spin_wait.h"
+#include "transports/cpu_sharing.h"
 
 namespace chorus {
 namespace shm {
-
-// CPU_SETSIZE bits, as sched_getaffinity fills them.
-constexpr size_t kCpuMaskWords = 16;
-struct CpuMask {
-  uint64_t words[kCpuMaskWords] = {};
-};
-
-// This process's (calling thread's) affinity; all CPUs set if it cannot be read.
-CpuMask CurrentCpuMask();
-
-// True when the ranks of one host (one affinity mask each) cannot all run
-// at once: all of them outnumber the CPUs in the union of their masks, or
-// the ranks confined to some rank's CPUs outnumber those CPUs (two ranks
-// pinned to one core). A necessary check of Hall's condition, cheap and
-// the same on every rank, so all ranks of a host choose alike. A mask with
-// no CPU (a peer that could not say) counts as every CPU.
-bool RanksOutnumberCpus(const std::vector<CpuMask>& masks);
 
 struct WaitPolicy {
   SpinBudget budget;     // from the start of a wait: busy polling, then sched_yield

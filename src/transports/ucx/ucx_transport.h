@@ -6,8 +6,12 @@
 // in, and the receiver checks the tag and the length it got. Endpoints use
 // UCP_ERR_HANDLING_MODE_PEER: a peer's death reaches the error callback, and
 // a peer that shuts down sends a closing notice; either fails Progress,
-// naming the peer, while a transfer to or from it is pending (as TCP's EOF). An idle Progress arms the worker and
-// sleeps on its event fd (and a wakeup eventfd) instead of spinning.
+// naming the peer, while a transfer to or from it is pending (as TCP's EOF).
+// A Progress that may wait drives the worker while it keeps finding work (a
+// large message over UCX's tcp needs a progress call per socket buffer),
+// unless the ranks of this host outnumber its CPUs; then, or once the
+// worker is idle, it arms the worker and sleeps on its event fd (and a
+// wakeup eventfd).
 //
 // Threading: PostSend/PostRecv/Progress from one thread at a time (the
 // progress engine); Wakeup and Shutdown from any thread. Every UCP call is
@@ -18,6 +22,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -49,7 +54,11 @@ class UcxTransport : public Transport {
   ~UcxTransport() override;
 
   const char* name() const override { return "ucx"; }
-  TransportCapabilities capabilities() const override { return {}; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities capabilities;
+    capabilities.shares_cores = shares_cores_;
+    return capabilities;
+  }
   std::string LocalAddress() const override { return local_address_; }
   // addresses[i] empty: rank i is served by another transport (no endpoint).
   Status Connect(const std::vector<std::string>& addresses, Deadline deadline) override;
@@ -71,8 +80,13 @@ class UcxTransport : public Transport {
   void StartRecv(Op* op, void* buffer, size_t bytes, uint64_t tag);
   Op* AcquireOp();
   // Runs the worker until it has nothing to do, then completes finished
-  // requests; *progressed: some request finished. Holds mutex_.
-  Status Drive(bool* progressed);
+  // requests; *progressed: some request finished; *active (if given): the
+  // worker found something to do. Holds mutex_.
+  Status Drive(bool* progressed, bool* active = nullptr);
+  // Drives the worker while it keeps finding work and requests are in
+  // flight, until one finishes, the worker has been idle for
+  // kIdleBeforeSleep or `until` passes. Holds mutex_.
+  Status DriveWhileActive(std::chrono::steady_clock::time_point until, bool* progressed);
   Status FinishOp(Op* op);
   static Status PeerFailure(const Peer& peer);
   // Sleeps until the worker has events, Wakeup is called or `timeout_ms`
@@ -101,6 +115,9 @@ class UcxTransport : public Transport {
   Op* free_ops_ = nullptr;
   std::vector<Op*> inflight_;                 // in posting order
   bool connected_ = false;
+  // The ranks on this host outnumber their CPUs (decided at Connect from
+  // the masks in the addresses, alike on every rank of the host).
+  bool shares_cores_ = false;
   Status error_;  // first failure; returned by every later call
   std::mutex mutex_;
   std::atomic<bool> shut_down_{false};

@@ -1,11 +1,11 @@
-#include "transports/shm/shm_wait_policy.h"
+#include "transports/cpu_sharing.h"
 
 #include <sched.h>
 
-#include <cstring>
+#include <cstdio>
+#include <cstdlib>
 
 namespace chorus {
-namespace shm {
 namespace {
 
 static_assert(sizeof(CpuMask) * 8 >= CPU_SETSIZE, "CpuMask must hold a cpu_set_t");
@@ -70,5 +70,33 @@ bool RanksOutnumberCpus(const std::vector<CpuMask>& masks) {
   return false;
 }
 
-}  // namespace shm
+std::string EncodeCpuMask(const CpuMask& mask) {
+  size_t words = kCpuMaskWords;
+  while (words > 0 && mask.words[words - 1] == 0) --words;
+  std::string text;
+  for (size_t i = 0; i < words; ++i) {
+    char word[20];
+    std::snprintf(word, sizeof(word), "%s%llx", i == 0 ? "" : ".", static_cast<unsigned long long>(mask.words[i]));
+    text += word;
+  }
+  return text;
+}
+
+bool DecodeCpuMask(const std::string& text, CpuMask* mask) {
+  *mask = CpuMask();
+  if (text.empty()) return true;
+  size_t word = 0, begin = 0;
+  while (true) {
+    const size_t end = text.find('.', begin);
+    const std::string part = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (word == kCpuMaskWords || part.empty() || part.size() > 16 ||
+        part.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return false;
+    }
+    mask->words[word++] = std::strtoull(part.c_str(), nullptr, 16);
+    if (end == std::string::npos) return true;
+    begin = end + 1;
+  }
+}
+
 }  // namespace chorus
