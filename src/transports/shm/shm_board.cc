@@ -67,7 +67,11 @@ void ShmBoard::PublishLines(uint64_t round, const void* src, size_t bytes) {
   const uint64_t stamp = BoardLineStamp(round, bytes);
   const auto* from = static_cast<const uint8_t*>(src);
   for (size_t at = 0; at < bytes; at += kBoardLineDataBytes, ++lines) {
-    std::memcpy(lines->data, from + at, std::min(kBoardLineDataBytes, bytes - at));
+    if (bytes - at >= kBoardLineDataBytes) {
+      std::memcpy(lines->data, from + at, kBoardLineDataBytes);  // inlined: fixed size
+    } else {
+      std::memcpy(lines->data, from + at, bytes - at);
+    }
     lines->stamp.store(stamp, std::memory_order_release);
   }
   Publish(round, bytes);
@@ -80,7 +84,12 @@ Status ShmBoard::AwaitLines(int peer, uint64_t round, size_t bytes, const std::a
   const size_t count = (bytes + kBoardLineDataBytes - 1) / kBoardLineDataBytes;
   auto take = [&](size_t line) {
     const size_t at = line * kBoardLineDataBytes;
-    std::memcpy(out + at, slot.lines[line].data, std::min(kBoardLineDataBytes, bytes - at));
+    // A whole line is a copy of fixed size, which the compiler inlines.
+    if (bytes - at >= kBoardLineDataBytes) {
+      std::memcpy(out + at, slot.lines[line].data, kBoardLineDataBytes);
+    } else {
+      std::memcpy(out + at, slot.lines[line].data, bytes - at);
+    }
   };
   size_t line = 0;
   // With a core to spare and the peer not on ours, take lines as they land
