@@ -121,15 +121,15 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const CollectiveArgs& args = op.args;
   const size_t bytes = count * DataTypeSize(args.dtype);
   const uint64_t round = ++round_;
-  if (UsesLines(bytes)) return OneShotLines(op, first, count, round, abort, timeout_ms);
+  if (UsesLines(bytes, board_->nranks())) return OneShotLines(op, first, count, round, abort, timeout_ms);
   PublishInput(op, round, first, count);
   uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
   return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms);
 }
 
-bool BoardAllReduce::UsesLines(size_t bytes) {
+bool BoardAllReduce::UsesLines(size_t bytes, int nranks) {
   // Up to the slot's first line the payload travels with the round word.
-  return bytes > shm::kBoardInlineBytes && bytes <= shm::kBoardLinesMaxBytes;
+  return bytes > shm::kBoardInlineBytes && bytes <= LinesMaxBytes(nranks);
 }
 
 Status BoardAllReduce::OneShotLines(const Operation& op, size_t first, size_t count, uint64_t round,

@@ -130,8 +130,9 @@ std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, Algorithm 
     const auto dtype = static_cast<chorusDataType_t>(t);
     const size_t size = DataTypeSize(dtype);
     for (chorusRedOp_t op : kOps) {
-      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, shm::kBoardLinesMaxBytes / size,
-                           shm::kBoardLinesMaxBytes / size + 1, kBoardTinyBytes / size, kBoardTinyBytes / size + 5,
+      const size_t lines_max = BoardAllReduce::LinesMaxBytes(nranks);
+      for (size_t count : {size_t{1}, size_t{3}, size_t{17}, lines_max / size, lines_max / size + 1,
+                           kBoardTinyBytes / size, kBoardTinyBytes / size + 5,
                            size_t{40000} / size, shm::kBoardPayloadBytes / size,
                            shm::kBoardPayloadBytes / size + 77, kBoardAllReduceMaxBytes / size}) {
         // Calls off the board (direct's tiny sizes) fold in the executor's

@@ -19,8 +19,8 @@ namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
 // 3: the board area after the rings; 4: 256 KiB board slots; 5: close notice;
-// 6: the board slots' line area
-constexpr uint32_t kLayoutVersion = 6;
+// 6: the board slots' line area; 7: 4 KiB line areas
+constexpr uint32_t kLayoutVersion = 7;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
@@ -137,7 +137,9 @@ constexpr size_t kBoardPayloadBytes = 256 * 1024;
 constexpr size_t kBoardLineDataBytes = 56;
 // Payload bytes that share the slot's first line with the round word.
 constexpr size_t kBoardInlineBytes = 48;
-constexpr size_t kBoardLinesMaxBytes = 2048;
+// The line area's capacity: what the largest line-mode payload may be (the
+// board allreduce decides which sizes go by lines, board_allreduce.h).
+constexpr size_t kBoardLinesMaxBytes = 4096;
 constexpr size_t kBoardLines = (kBoardLinesMaxBytes + kBoardLineDataBytes - 1) / kBoardLineDataBytes;
 struct alignas(kCacheLine) BoardLine {
   uint8_t data[kBoardLineDataBytes];
