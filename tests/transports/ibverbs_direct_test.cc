@@ -5,6 +5,7 @@
 // every test skips where there is no device or no libibverbs.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +72,27 @@ struct Messages {
   std::vector<MemoryHandle> handles;
 };
 
+// What one rank of RunPair does: `endpoint` reaches the other rank.
+using PairBody = std::function<Status(int rank, Transport* transport, Endpoint* endpoint, Messages* messages)>;
+
+// Runs `body` on two connected ranks as threads, each with its Messages of
+// `sizes` (deregistered after it); `direct` gets each rank's counts of
+// direct messages. Returns the first failure.
+Status RunPair(const std::vector<size_t>& sizes, IbTransport::DirectCounts direct[2], const PairBody& body) {
+  auto transports = ConnectedMesh(2);
+  if (transports.size() != 2) return InternalError("no mesh");
+  std::vector<Status> results(2);
+  ForEachRank(2, [&](int rank) {
+    Transport* transport = transports[rank].get();
+    Messages messages(rank, sizes);
+    results[rank] = body(rank, transport, transport->endpoint(1 - rank), &messages);
+    messages.Deregister(transport);
+    direct[rank] = static_cast<IbTransport*>(transport)->direct_counts();
+  });
+  DestroyTogether(&transports);
+  return results[0].ok() ? results[1] : results[0];
+}
+
 // Rank 1 posts receives into `sizes` buffers (registered when
 // `recv_registered`), then tells rank 0 with a small message, so that its
 // offers reach rank 0 before rank 0 sends (RC keeps them in order); rank 0
@@ -78,39 +100,30 @@ struct Messages {
 // byte; `direct` gets rank 0's and rank 1's counts of direct messages.
 Status OfferedExchange(const std::vector<size_t>& sizes, const std::vector<bool>& send_registered,
                        bool recv_registered, IbTransport::DirectCounts direct[2]) {
-  auto transports = ConnectedMesh(2);
-  if (transports.size() != 2) return InternalError("no mesh");
-  std::vector<Status> results(2);
-  ForEachRank(2, [&](int rank) {
-    Transport* transport = transports[rank].get();
-    Endpoint* endpoint = transport->endpoint(1 - rank);
-    Messages messages(rank, sizes);
+  return RunPair(sizes, direct, [&](int rank, Transport* transport, Endpoint* endpoint, Messages* messages) {
     std::vector<TransferRequest*> pending;
     uint8_t go = 0;
     TransferRequest signal;
     signal.buffer = &go;
     signal.bytes = 1;
     signal.tag = 1;
-    Status& status = results[rank];
+    Status status;
     if (rank == 0) status = endpoint->PostRecv(&signal);
     for (size_t k = 0; k < sizes.size() && status.ok(); ++k) {
-      if (rank == 0 ? send_registered[k] : recv_registered) status = messages.Register(transport, k);
-      if (status.ok() && rank == 1) status = endpoint->PostRecv(&messages.requests[k]);
+      if (rank == 0 ? send_registered[k] : recv_registered) status = messages->Register(transport, k);
+      if (status.ok() && rank == 1) status = endpoint->PostRecv(&messages->requests[k]);
     }
     if (status.ok() && rank == 1) status = endpoint->PostSend(&signal);
     if (status.ok() && rank == 0) status = WaitAll(transport, {&signal});
     for (size_t k = 0; k < sizes.size() && status.ok() && rank == 0; ++k) {
-      status = endpoint->PostSend(&messages.requests[k]);
+      status = endpoint->PostSend(&messages->requests[k]);
     }
-    for (TransferRequest& request : messages.requests) pending.push_back(&request);
+    for (TransferRequest& request : messages->requests) pending.push_back(&request);
     if (rank == 1) pending.push_back(&signal);
     if (status.ok()) status = WaitAll(transport, pending);
-    messages.Deregister(transport);
-    if (status.ok() && rank == 1) status = messages.CheckReceived();
-    direct[rank] = static_cast<IbTransport*>(transport)->direct_counts();
+    if (status.ok() && rank == 1) status = messages->CheckReceived();
+    return status;
   });
-  DestroyTogether(&transports);
-  return results[0].ok() ? results[1] : results[0];
 }
 
 TEST(IbDirectTest, RegisteredBuffersOnBothSidesGoDirectFromTheOffer) {
@@ -173,27 +186,21 @@ TEST(IbDirectTest, ManyOfferedReceivesBeyondTheWindowStayInOrder) {
 // `combine`). Checks every byte (or the sum folded); `direct` as above.
 Status LateReceives(const std::vector<size_t>& sizes, bool recv_registered, bool combine, int delay_ms,
                     IbTransport::DirectCounts direct[2]) {
-  auto transports = ConnectedMesh(2);
-  if (transports.size() != 2) return InternalError("no mesh");
   struct Sum {
     uint64_t total = 0;
     static void Fold(void* context, size_t, const void* incoming, size_t bytes) {
       for (size_t i = 0; i < bytes; ++i) static_cast<Sum*>(context)->total += static_cast<const uint8_t*>(incoming)[i];
     }
   };
-  std::vector<Status> results(2);
-  ForEachRank(2, [&](int rank) {
-    Transport* transport = transports[rank].get();
-    Endpoint* endpoint = transport->endpoint(1 - rank);
-    Messages messages(rank, sizes);
+  return RunPair(sizes, direct, [&](int rank, Transport* transport, Endpoint* endpoint, Messages* messages) {
     std::vector<TransferRequest*> pending;
     std::vector<Sum> sums(sizes.size());
     std::vector<ReceiveCombiner> combiners(sizes.size());
-    Status& status = results[rank];
+    Status status;
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     for (size_t k = 0; k < sizes.size() && status.ok(); ++k) {
-      TransferRequest& request = messages.requests[k];
-      if (rank == 0 || recv_registered) status = messages.Register(transport, k);
+      TransferRequest& request = messages->requests[k];
+      if (rank == 0 || recv_registered) status = messages->Register(transport, k);
       if (rank == 1 && combine) {
         combiners[k].fn = Sum::Fold;
         combiners[k].context = &sums[k];
@@ -203,17 +210,14 @@ Status LateReceives(const std::vector<size_t>& sizes, bool recv_registered, bool
       pending.push_back(&request);
     }
     if (status.ok()) status = WaitAll(transport, pending);
-    messages.Deregister(transport);
-    if (status.ok() && rank == 1 && !combine) status = messages.CheckReceived();
+    if (status.ok() && rank == 1 && !combine) status = messages->CheckReceived();
     for (size_t k = 0; k < sizes.size() && status.ok() && rank == 1 && combine; ++k) {
       uint64_t expected = 0;
       for (size_t i = 0; i < sizes[k]; ++i) expected += Pattern(0, 1, i + k);
       if (sums[k].total != expected) status = InternalError("message ", k, " folded wrong");
     }
-    direct[rank] = static_cast<IbTransport*>(transport)->direct_counts();
+    return status;
   });
-  DestroyTogether(&transports);
-  return results[0].ok() ? results[1] : results[0];
 }
 
 TEST(IbDirectTest, SendsPostedBeforeTheirReceivesAnnounceAndGoDirect) {
