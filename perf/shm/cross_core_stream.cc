@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "kernels/reduce.h"
 
 namespace {
@@ -51,16 +52,12 @@ struct Shared {
 
 enum class Mode { kCopy, kCombine };
 
-bool ParseSize(const char* text, size_t* out) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (end == text) return false;
-  size_t scale = 1;
-  if (*end == 'K') scale = 1 << 10, ++end;
-  else if (*end == 'M') scale = 1 << 20, ++end;
-  if (*end != '\0' || value == 0) return false;
-  *out = static_cast<size_t>(value) * scale;
-  return *out % 64 == 0;
+// A size as CHORUS_* variables take it (base/config.h), a multiple of 64.
+bool ParseSize(const char* flag, const char* text, size_t* out) {
+  const chorus::Status status = chorus::ParseBytes(text, flag, out);
+  if (!status.ok()) return std::fprintf(stderr, "%s\n", status.message().c_str()), false;
+  if (*out == 0 || *out % 64 != 0) return std::fprintf(stderr, "%s: a positive multiple of 64 bytes\n", flag), false;
+  return true;
 }
 
 void Pin(int cpu) {
@@ -132,10 +129,10 @@ int main(int argc, char** argv) {
   while ((opt = getopt(argc, argv, "b:e:r:c:h")) != -1) {
     switch (opt) {
       case 'b':
-        if (!ParseSize(optarg, &min_bytes)) return std::fprintf(stderr, "-b: a size, multiple of 64 (K, M)\n"), 2;
+        if (!ParseSize("-b", optarg, &min_bytes)) return 2;
         break;
       case 'e':
-        if (!ParseSize(optarg, &max_bytes)) return std::fprintf(stderr, "-e: a size, multiple of 64 (K, M)\n"), 2;
+        if (!ParseSize("-e", optarg, &max_bytes)) return 2;
         break;
       case 'r':
         repeats = std::atoi(optarg);
