@@ -37,13 +37,13 @@ void Unite(const CpuMask& from, CpuMask* into) {
   for (size_t i = 0; i < kCpuMaskWords; ++i) into->words[i] |= from.words[i];
 }
 
-size_t Count(const CpuMask& mask) {
+}  // namespace
+
+size_t CpuCount(const CpuMask& mask) {
   size_t cpus = 0;
   for (uint64_t word : mask.words) cpus += static_cast<size_t>(__builtin_popcountll(word));
   return cpus;
 }
-
-}  // namespace
 
 CpuMask CurrentCpuMask() {
   CpuMask mask;
@@ -59,13 +59,13 @@ CpuMask CurrentCpuMask() {
 bool RanksOutnumberCpus(const std::vector<CpuMask>& masks) {
   CpuMask all_cpus;
   for (const CpuMask& mask : masks) Unite(Effective(mask), &all_cpus);
-  if (masks.size() > Count(all_cpus)) return true;
+  if (masks.size() > CpuCount(all_cpus)) return true;
   // Hall's condition on the sets of ranks confined to one rank's CPUs.
   for (const CpuMask& outer : masks) {
     const CpuMask cpus = Effective(outer);
     size_t confined = 0;
     for (const CpuMask& inner : masks) confined += Within(Effective(inner), cpus);
-    if (confined > Count(cpus)) return true;
+    if (confined > CpuCount(cpus)) return true;
   }
   return false;
 }

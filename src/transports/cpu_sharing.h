@@ -21,6 +21,9 @@ struct CpuMask {
 // This process's (calling thread's) affinity; all CPUs set if it cannot be read.
 CpuMask CurrentCpuMask();
 
+// The CPUs set in `mask`.
+size_t CpuCount(const CpuMask& mask);
+
 // True when the ranks of one host (one affinity mask each) cannot all run
 // at once: all of them outnumber the CPUs in the union of their masks, or
 // the ranks confined to some rank's CPUs outnumber those CPUs (two ranks

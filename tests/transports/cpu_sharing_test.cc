@@ -54,9 +54,9 @@ TEST(CpuSharing, UnknownMaskMeansEveryCpu) {
 }
 
 TEST(CpuSharing, CurrentMaskHasTheCpusThisThreadMayUse) {
-  const CpuMask mine = CurrentCpuMask();
-  size_t cpus = 0;
-  for (uint64_t word : mine.words) cpus += static_cast<size_t>(__builtin_popcountll(word));
+  const size_t cpus = CpuCount(CurrentCpuMask());
+  EXPECT_EQ(CpuCount(Cpus({0, 64, 129, 1023})), 4u);
+  EXPECT_EQ(CpuCount(CpuMask()), 0u);
   EXPECT_GE(cpus, 1u);
   EXPECT_LE(cpus, static_cast<size_t>(std::thread::hardware_concurrency()));
 }

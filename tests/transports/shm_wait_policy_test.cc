@@ -16,9 +16,7 @@ namespace {
 // Thread ranks share this process's CPUs: the transport yields exactly when
 // they outnumber them, unless the tuning forces a policy.
 TEST(ShmWaitPolicy, ConnectedTransportChoosesFromTheMasks) {
-  const CpuMask mine = CurrentCpuMask();
-  size_t cpus = 0;
-  for (uint64_t word : mine.words) cpus += static_cast<size_t>(__builtin_popcountll(word));
+  const size_t cpus = CpuCount(CurrentCpuMask());
   for (ShmWaitMode mode : {ShmWaitMode::kAuto, ShmWaitMode::kDedicatedCores, ShmWaitMode::kSharedCores}) {
     for (int nranks : {2, 3, 8}) {
       ShmTuning tuning;
