@@ -2,7 +2,8 @@
  * Chorus: collective communication for distributed deep-learning training.
  *
  * An NCCL-shaped C API. Every collective takes its arguments in NCCL's order
- * and ends with (comm, stream). Buffers are host memory in this release.
+ * and ends with (comm, stream). Buffers are host memory, or CUDA device
+ * memory in builds with CUDA (docs/api.md, "Device buffers").
  *
  * Error handling: every call returns a chorusResult_t. On failure a human
  * readable message is available from chorusGetLastError(comm) (or
@@ -410,8 +411,30 @@ chorusResult_t chorusStreamSynchronize(chorusStream_t stream);
  * first failure (kept: the next Synchronize still returns it).
  */
 chorusResult_t chorusStreamQuery(chorusStream_t stream);
-/** Waits for pending work, then frees the stream. */
+/**
+ * Waits for pending work, then frees the stream. A stream made by
+ * chorusStreamFromCuda also waits (at most CHORUS_TIMEOUT_MS) until its CUDA
+ * stream has reached the end of the work it queued there.
+ */
 chorusResult_t chorusStreamDestroy(chorusStream_t stream);
+/**
+ * A host stream ordered with the CUDA stream `cuda_stream` (a cudaStream_t
+ * passed as void*, so that this header needs no CUDA header; NULL is the
+ * legacy default stream), as NCCL orders its calls on a CUDA stream: every
+ * call enqueued on it (collective, send, receive, event record) starts after
+ * the CUDA work queued on `cuda_stream` before the call, and CUDA work
+ * queued on `cuda_stream` after the call waits until it has run. The caller
+ * is never blocked; no CPU thread blocks for the GPU either (the CUDA stream
+ * waits on a host-written flag, cuStreamWaitValue32). A call waits at most
+ * CHORUS_TIMEOUT_MS (read here) for the earlier CUDA work, then fails with
+ * chorusTimeout; a failed call still releases the CUDA stream, and its error
+ * is reported by chorusStreamSynchronize/Query and the call's events.
+ * Destroy it with chorusStreamDestroy before destroying `cuda_stream`.
+ * chorusInvalidUsage in a build without CUDA; chorusSystemError, naming
+ * CUDA's reason, where the runtime cannot link the streams (no CUDA driver,
+ * no device, or a device without stream memory operations).
+ */
+chorusResult_t chorusStreamFromCuda(chorusStream_t* stream, void* cuda_stream);
 
 /* ---- Events ---------------------------------------------------------- */
 /*

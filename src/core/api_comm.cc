@@ -269,28 +269,4 @@ const char* chorusGetLastError(chorusComm_t comm) {
   return comm->last_error;
 }
 
-chorusResult_t chorusStreamCreate(chorusStream_t* stream) {
-  if (stream == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusStreamCreate: stream is NULL"));
-  *stream = new chorusStream();
-  return chorusSuccess;
-}
-
-chorusResult_t chorusStreamSynchronize(chorusStream_t stream) {
-  if (stream == nullptr) return chorusSuccess;  // NULL stream calls are blocking
-  return chorus::Report(nullptr, stream->stream.Synchronize());
-}
-
-chorusResult_t chorusStreamQuery(chorusStream_t stream) {
-  if (stream == nullptr) return chorusSuccess;
-  Status status = stream->stream.Query();
-  if (status.code() == chorusInProgress) return chorusInProgress;
-  return chorus::Report(nullptr, status);
-}
-
-chorusResult_t chorusStreamDestroy(chorusStream_t stream) {
-  if (stream == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusStreamDestroy: stream is NULL"));
-  delete stream;  // drains pending work first
-  return chorusSuccess;
-}
-
 }  // extern "C"

@@ -39,6 +39,30 @@ class DeviceReadable {
   Status status_;
 };
 
+// A non-blocking stream for one thread, destroyed with it.
+class ThreadStream {
+ public:
+  ThreadStream() {
+    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
+      cudaGetLastError();  // the engine's calls on the fallback report any real failure
+      stream_ = nullptr;
+    }
+  }
+  ~ThreadStream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    cudaGetLastError();  // at process exit the runtime may be gone already
+  }
+  ThreadStream(const ThreadStream&) = delete;
+  ThreadStream& operator=(const ThreadStream&) = delete;
+
+  // Without a stream of its own (creation failed) the thread's per-thread
+  // default stream, which blocks with the legacy one.
+  cudaStream_t get() const { return stream_ != nullptr ? stream_ : cudaStreamPerThread; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 class CudaLocalEngine final : public LocalEngine {
  public:
   MemoryKind kind() const override { return MemoryKind::kCudaDevice; }
@@ -74,8 +98,14 @@ class CudaLocalEngine final : public LocalEngine {
   }
 
  private:
-  // The calling thread's default stream (a macro for a constant handle).
-  static cudaStream_t Stream() { return cudaStreamPerThread; }
+  // The calling thread's own non-blocking stream. Not a default stream: the
+  // legacy default stream may be held by a linked stream
+  // (core/cuda_stream_link.h) until this very thread's collective is done,
+  // and a blocking stream would wait for it (a deadlock).
+  static cudaStream_t Stream() {
+    thread_local ThreadStream stream;
+    return stream.get();
+  }
 };
 
 }  // namespace

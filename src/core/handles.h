@@ -34,6 +34,9 @@ struct chorusComm {
 };
 
 struct chorusStream {
+  chorusStream() = default;
+  // A stream ordered with a device stream (chorusStreamFromCuda).
+  explicit chorusStream(std::unique_ptr<chorus::DeviceStreamLink> link) : stream(std::move(link)) {}
   chorus::HostStream stream;
 };
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "base/log.h"
 #include "topology/thread_placement.h"
@@ -53,8 +54,9 @@ void RequestShortSlice() {
 }
 }  // namespace
 
-HostStream::HostStream()
-    : worker_poll_(kWorkerPoll), synchronize_poll_(kSynchronizePoll), worker_([this] { Serve(); }) {}
+HostStream::HostStream(std::unique_ptr<DeviceStreamLink> link)
+    : link_(std::move(link)),
+      worker_poll_(kWorkerPoll), synchronize_poll_(kSynchronizePoll), worker_([this] { Serve(); }) {}
 
 HostStream::~HostStream() {
   {
@@ -68,6 +70,8 @@ HostStream::~HostStream() {
 void HostStream::Enqueue(std::function<Status()> work, bool cores_shared) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Under the lock: the link's tickets must follow the queue's order.
+    if (link_ != nullptr) work = link_->Bracket(std::move(work));
     queue_.push_back(Item{std::move(work), cores_shared});
     last_cores_shared_.store(cores_shared, std::memory_order_relaxed);
     outstanding_.fetch_add(1, std::memory_order_relaxed);

@@ -14,6 +14,9 @@
 // (Communicator::cores_shared) is waited for without polling: the worker
 // after it, and Synchronize while it is the last item, check once and
 // sleep, leaving the core to the ranks (base/spin_wait.h).
+//
+// A stream made with a DeviceStreamLink (chorusStreamFromCuda) also keeps
+// its items in order with a device stream's work (core/device_stream_link.h).
 #pragma once
 
 #include <atomic>
@@ -22,18 +25,21 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "base/status.h"
 #include "base/spin_wait.h"
+#include "core/device_stream_link.h"
 #include "topology/host_topology.h"
 
 namespace chorus {
 
 class HostStream {
  public:
-  HostStream();
+  // `link`: the device stream every item is ordered with (null: none).
+  explicit HostStream(std::unique_ptr<DeviceStreamLink> link = nullptr);
   ~HostStream();  // drains the queue, then joins the worker
   HostStream(const HostStream&) = delete;
   HostStream& operator=(const HostStream&) = delete;
@@ -70,6 +76,7 @@ class HostStream {
   };
   void Serve();
 
+  const std::unique_ptr<DeviceStreamLink> link_;  // outlives the worker, whose items use it
   std::mutex mutex_;
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Item> queue_;
