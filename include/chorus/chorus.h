@@ -105,6 +105,13 @@ typedef enum {
   chorusScalarHostImmediate = 1  /**< read once at creation */
 } chorusScalarResidence_t;
 
+/** Where a buffer lives (chorusPointerGetMemoryKind). */
+typedef enum {
+  chorusMemoryHost = 0,           /**< ordinary (pageable) host memory */
+  chorusMemoryCudaDevice = 1,     /**< cudaMalloc'ed or managed memory */
+  chorusMemoryCudaHostPinned = 2  /**< cudaHostAlloc'ed or registered host memory */
+} chorusMemoryKind_t;
+
 /**
  * Communicator configuration. Initialise with CHORUS_CONFIG_INITIALIZER and
  * set only the fields you need; unset fields fall back to the environment
@@ -396,6 +403,13 @@ chorusResult_t chorusRedOpCreatePreMulSum(chorusRedOp_t* op, void* scalar,
                                           chorusScalarResidence_t residence,
                                           chorusComm_t comm);
 chorusResult_t chorusRedOpDestroy(chorusRedOp_t op, chorusComm_t comm);
+
+/**
+ * Where `pointer` lives, as every call classifies its buffers: in a build
+ * without CUDA, or a process without a CUDA driver or device, always
+ * chorusMemoryHost. chorusInvalidArgument when `kind` is NULL.
+ */
+chorusResult_t chorusPointerGetMemoryKind(const void* pointer, chorusMemoryKind_t* kind);
 
 /* ---- Host streams ---------------------------------------------------- */
 

@@ -1,10 +1,12 @@
-// Public host-stream entry points (chorusStream*), chorusStreamFromCuda
-// included.
+// Public host-stream entry points (chorusStream*, chorusStreamFromCuda
+// included) and chorusPointerGetMemoryKind, which tells a caller whether a
+// call on a buffer needs a CUDA-linked stream.
 #include <memory>
 
 #include "base/config.h"
 #include "chorus_build_config.h"
 #include "core/handles.h"
+#include "core/pointer_kind.h"
 
 #if CHORUS_HAVE_CUDA
 #include "core/cuda_stream_link.h"
@@ -37,6 +39,22 @@ chorusResult_t chorusStreamFromCuda(chorusStream_t* stream, void* cuda_stream) {
                                                       "support (configure with -Dcuda=enabled where the CUDA "
                                                       "toolkit is installed)"));
 #endif
+}
+
+chorusResult_t chorusPointerGetMemoryKind(const void* pointer, chorusMemoryKind_t* kind) {
+  if (kind == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusPointerGetMemoryKind: kind is NULL"));
+  switch (chorus::ClassifyPointer(pointer)) {
+    case chorus::MemoryKind::kCudaDevice:
+      *kind = chorusMemoryCudaDevice;
+      break;
+    case chorus::MemoryKind::kCudaHostPinned:
+      *kind = chorusMemoryCudaHostPinned;
+      break;
+    default:
+      *kind = chorusMemoryHost;
+      break;  // the tests' fake device kind never comes from the runtime
+  }
+  return chorusSuccess;
 }
 
 chorusResult_t chorusStreamSynchronize(chorusStream_t stream) {

@@ -30,7 +30,8 @@ Status PollEvent(cudaEvent_t event, Deadline deadline, const char* what) {
     if (state == cudaSuccess) return Status::Ok();
     if (state != cudaErrorNotReady) return CudaFailure(state, what);
     cudaGetLastError();
-    if (deadline.Expired()) return Status(chorusTimeout, StrCat(what, ": the CUDA work before it did not finish in time"));
+    if (deadline.Expired())
+      return Status(chorusTimeout, StrCat(what, ": the CUDA work before it did not finish in time"));
     // Yield for a while (short kernels), then sleep a little per poll.
     if (std::chrono::steady_clock::now() - start < std::chrono::microseconds(50)) {
       std::this_thread::yield();
@@ -55,8 +56,7 @@ class CudaMark final : public DeviceMark {
 class CudaStreamLink final : public DeviceStreamLink {
  public:
   CudaStreamLink(cudaStream_t stream, int wait_ms, WaitValueFn wait_value, uint32_t* word, CUdeviceptr device_word)
-      : DeviceStreamLink(wait_ms), stream_(stream), wait_value_(wait_value), word_(word),
-        device_word_(device_word) {}
+      : DeviceStreamLink(wait_ms), stream_(stream), wait_value_(wait_value), word_(word), device_word_(device_word) {}
 
   // The stream may still have waits on the word queued: it is freed once
   // the stream has passed them, or kept (four bytes) when the stream does
@@ -94,8 +94,8 @@ class CudaStreamLink final : public DeviceStreamLink {
   }
 
   Status HoldUntil(uint32_t ticket) override {
-    const CUresult result = wait_value_(reinterpret_cast<CUstream>(stream_), device_word_, ticket,
-                                        CU_STREAM_WAIT_VALUE_GEQ);
+    const CUresult result =
+        wait_value_(reinterpret_cast<CUstream>(stream_), device_word_, ticket, CU_STREAM_WAIT_VALUE_GEQ);
     if (result == CUDA_SUCCESS) return Status::Ok();
     return Status(chorusSystemError, StrCat("cuStreamWaitValue32 on the linked CUDA stream failed (CUresult ",
                                             static_cast<int>(result), ")"));

@@ -13,8 +13,7 @@ std::function<Status()> DeviceStreamLink::Bracket(std::function<Status()> work) 
   Status held = HoldUntil(ticket);
   if (linked.ok()) linked = held;
   // shared_ptr: std::function needs a copyable closure.
-  return [this, ticket, linked, mark = std::shared_ptr<DeviceMark>(std::move(mark)),
-          work = std::move(work)]() mutable {
+  return [this, ticket, linked, mark = std::shared_ptr<DeviceMark>(std::move(mark)), work = std::move(work)]() mutable {
     Status status = linked;
     if (status.ok()) status = mark->Wait(Deadline::AfterMs(wait_ms_));
     if (status.ok()) status = work();

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -194,6 +195,21 @@ TEST(StreamsTest, DestroyWaitsForPendingWork) {
     for (uint32_t value : data) wrong += value != 24u;
     EXPECT_EQ(wrong, 0u) << "rank " << rank;
   });
+}
+
+// Host memory is chorusMemoryHost in every build: without CUDA, without a
+// driver (as in CI), and with a GPU (the runtime knows pageable memory).
+TEST(StreamsTest, PointerGetMemoryKindOfHostMemory) {
+  std::vector<float> heap(16);
+  int stack = 0;
+  for (const void* pointer : {static_cast<const void*>(heap.data()), static_cast<const void*>(&stack),
+                              static_cast<const void*>(nullptr)}) {
+    chorusMemoryKind_t kind = chorusMemoryCudaDevice;
+    ASSERT_EQ(chorusPointerGetMemoryKind(pointer, &kind), chorusSuccess);
+    EXPECT_EQ(kind, chorusMemoryHost);
+  }
+  EXPECT_EQ(chorusPointerGetMemoryKind(heap.data(), nullptr), chorusInvalidArgument);
+  EXPECT_NE(std::string(chorusGetLastError(nullptr)).find("kind is NULL"), std::string::npos);
 }
 
 }  // namespace
