@@ -228,8 +228,9 @@ class Communicator {
   // shapes' selections and schedules.
   SelectionTable selection_;
   SelectionCache selections_;
-  Workspace staging_;  // the executor's receive-reduce staging
-  Workspace native_staging_;  // host copies of device buffers run natively
+  // Page-locked where a GPU is present (core/host_allocator.h).
+  Workspace staging_{StagingAllocator()};         // the executor's staging and receive-reduce chunks
+  Workspace native_staging_{StagingAllocator()};  // host copies of device buffers run natively
   TunerModel tuner_;   // set by the builder's calibration
   // Host of every rank (first-seen numbering of the rendezvous host
   // identities); fixed for the communicator's life, so the schedule cache

@@ -8,15 +8,13 @@
 
 namespace chorus {
 
-#if CHORUS_HAVE_CUDA
-namespace {
-
-// Whether this process can have device memory at all. Without a driver or a
-// device cudaPointerGetAttributes fails for every pointer, after a call into
-// the runtime on each one; asked once, the host-only case costs one branch
-// per buffer. Fixed for the process's life (a driver does not appear later),
-// so it is a constant once computed, not mutable state.
+// Without a driver or a device cudaPointerGetAttributes fails for every
+// pointer, after a call into the runtime on each one; asked once, the
+// host-only case costs one branch per buffer. Fixed for the process's life (a
+// driver does not appear later), so it is a constant once computed, not
+// mutable state.
 bool CudaDevicePresent() {
+#if CHORUS_HAVE_CUDA
   static const bool present = [] {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess) {
@@ -26,10 +24,10 @@ bool CudaDevicePresent() {
     return devices > 0;
   }();
   return present;
-}
-
-}  // namespace
+#else
+  return false;
 #endif
+}
 
 MemoryKind ClassifyPointer(const void* pointer) {
 #if CHORUS_HAVE_CUDA

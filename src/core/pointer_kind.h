@@ -11,4 +11,8 @@ namespace chorus {
 
 MemoryKind ClassifyPointer(const void* pointer);
 
+// Whether this process can have device memory at all (a CUDA build, a driver
+// and at least one device); asked of the runtime once.
+bool CudaDevicePresent();
+
 }  // namespace chorus
