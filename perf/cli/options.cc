@@ -11,6 +11,10 @@ namespace chorus::perf {
 
 namespace {
 
+// --cudagraph has no short form here: nccl-tests' -G (CUDA graph launches)
+// is -G 0/1, device buffers, in these CLIs.
+constexpr int kCudaGraphOption = 1000;
+
 constexpr struct option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
     {"minbytes", required_argument, nullptr, 'b'},   {"maxbytes", required_argument, nullptr, 'e'},
@@ -21,7 +25,8 @@ constexpr struct option kLongOptions[] = {
     {"op", required_argument, nullptr, 'o'},         {"datatype", required_argument, nullptr, 'd'},
     {"root", required_argument, nullptr, 'r'},       {"blocking", required_argument, nullptr, 'z'},
     {"stream_null", required_argument, nullptr, 'y'}, {"timeout", required_argument, nullptr, 'T'},
-    {"cudagraph", required_argument, nullptr, 'G'},  {"report_cputime", required_argument, nullptr, 'C'},
+    {"device_buffers", required_argument, nullptr, 'G'}, {"report_cputime", required_argument, nullptr, 'C'},
+    {"cudagraph", required_argument, nullptr, kCudaGraphOption},
     {"average", required_argument, nullptr, 'a'},    {"local_register", required_argument, nullptr, 'R'},
     {"algo", required_argument, nullptr, 'A'},       {"output_file", required_argument, nullptr, 'J'},
     {"help", no_argument, nullptr, 'h'},             {nullptr, 0, nullptr, 0},
@@ -90,7 +95,11 @@ ParseOutcome ParseOptions(int argc, char** argv, Options* options, std::string* 
       case 'w': ok = SetInt(optarg, 0, 1 << 30, &options->warmup_iters); break;
       case 'N': ok = SetInt(optarg, 0, 1 << 30, &options->run_cycles); break;
       case 'c': ok = SetInt(optarg, 0, 1 << 20, &options->check); break;
-      case 'p': case 'G': ok = ParseInt(optarg, 0, 1 << 30, &value); break;  // no meaning on host
+      case 'p': case kCudaGraphOption: ok = ParseInt(optarg, 0, 1 << 30, &value); break;  // no meaning here
+      case 'G':
+        ok = ParseInt(optarg, 0, 1, &value);
+        options->device_buffers = value == 1;
+        break;
       case 'R':
         ok = ParseInt(optarg, 0, 2, &value);
         options->local_register = value >= 1;
@@ -175,7 +184,8 @@ std::string UsageText(const char* program) {
       "\t[-z,--blocking <0/1>] 1: NULL stream, every call blocks\n"
       "\t[-y,--stream_null <0/1>] same as -z\n"
       "\t[-T,--timeout <time in seconds>] deadline of every wait\n"
-      "\t[-G,--cudagraph <num graph launches>] (accepted, ignored on host)\n"
+      "\t[-G,--device_buffers <0/1>] 1: buffers in CUDA device memory (CUDA builds)\n"
+      "\t[--cudagraph <num graph launches>] (accepted, ignored)\n"
       "\t[-C,--report_cputime <0/1>] \n"
       "\t[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n"
       "\t[-R,--local_register <1/0>] 1: register the buffers with chorusCommRegister\n"

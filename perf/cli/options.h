@@ -31,6 +31,7 @@ struct Options {
   bool report_cputime = false;  // -C
   int average = 1;         // -a: time across ranks: 0 rank 0, 1 avg, 2 min, 3 max
   bool local_register = false;  // -R: register the buffers (chorusCommRegister)
+  bool device_buffers = false;  // -G 1: CUDA device buffers (CUDA builds)
   std::string algo;        // -A
   std::string json_path;   // -J
   int ranks_per_process() const { return threads * gpus; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "perf/cli/data_pattern.h"
+#include "perf/cli/device_memory.h"
 #include "perf/cli/report.h"
 
 namespace chorus::perf {
@@ -81,8 +82,18 @@ class RankSweep {
   [[nodiscard]] bool Complete();
   [[nodiscard]] bool TimeTest(chorusDataType_t type, std::optional<PerfOp> op, int root);
   [[nodiscard]] bool BenchTime(RunData run, bool in_place, chorusRedOp_t op, GroupResult* result);
+  [[nodiscard]] bool SetupDeviceBuffers(size_t send_bytes, size_t recv_bytes);
+  // The call's buffers: device memory with -G 1, else the host buffers.
   unsigned char* SendBuffer(const RunData& run, bool in_place) const;
   unsigned char* RecvBuffer(const RunData& run, bool in_place) const;
+  unsigned char* SendBase() const { return send_dev_ ? send_dev_.get() : send_.get(); }
+  unsigned char* RecvBase() const { return recv_dev_ ? recv_dev_.get() : recv_.get(); }
+  // Inputs written and results checked through the host buffers, which
+  // image the device ones with -G 1.
+  [[nodiscard]] bool Fill(const RunData& run, bool in_place);
+  [[nodiscard]] bool CountWrong(const RunData& run, bool in_place, long long* wrong);
+  unsigned char* HostImage(unsigned char* call_buffer) const;
+  [[nodiscard]] bool DeviceFailure(const std::string& why);  // reports; false
 
   CollectiveKind kind_;
   const CollectiveInfo& info_;
@@ -94,6 +105,8 @@ class RankSweep {
   StreamHandle stream_;
   Buffer send_;
   Buffer recv_;
+  DeviceBuffer send_dev_;  // -G 1
+  DeviceBuffer recv_dev_;
   std::vector<void*> registrations_;  // -R: released with the communicator at the latest
   std::vector<size_t> sizes_;
   std::unique_ptr<Reporter> reporter_;  // rank 0 only
@@ -170,11 +183,12 @@ bool RankSweep::Setup() {
   }
   std::memset(send_.get(), 0, bytes);
   std::memset(recv_.get(), 0, bytes * RecvAllocationFactor(kind_));
+  if (options_.device_buffers && !SetupDeviceBuffers(bytes, bytes * RecvAllocationFactor(kind_))) return false;
   if (options_.local_register) {
     void* handle = nullptr;
-    if (!Check(chorusCommRegister(comm_, send_.get(), bytes, &handle), "chorusCommRegister")) return false;
+    if (!Check(chorusCommRegister(comm_, SendBase(), bytes, &handle), "chorusCommRegister")) return false;
     registrations_.push_back(handle);
-    if (!Check(chorusCommRegister(comm_, recv_.get(), bytes * RecvAllocationFactor(kind_), &handle),
+    if (!Check(chorusCommRegister(comm_, RecvBase(), bytes * RecvAllocationFactor(kind_), &handle),
                "chorusCommRegister")) {
       return false;
     }
@@ -203,20 +217,66 @@ bool RankSweep::Setup() {
   return true;
 }
 
+bool RankSweep::SetupDeviceBuffers(size_t send_bytes, size_t recv_bytes) {
+  std::string why;
+  send_dev_ = AllocateDevice(send_bytes, &why);
+  if (send_dev_) recv_dev_ = AllocateDevice(recv_bytes, &why);
+  if (!send_dev_ || !recv_dev_ || !CopyToDevice(send_dev_.get(), send_.get(), send_bytes, &why) ||
+      !CopyToDevice(recv_dev_.get(), recv_.get(), recv_bytes, &why)) {
+    return DeviceFailure(why);
+  }
+  return true;
+}
+
 unsigned char* RankSweep::SendBuffer(const RunData& run, bool in_place) const {
-  if (!in_place) return send_.get();
+  if (!in_place) return SendBase();
   const size_t offset = run.counts.send_inplace_offset * static_cast<size_t>(rank_) + run.counts.send_inplace_shift;
-  return recv_.get() + offset * TypeSize(run.type);
+  return RecvBase() + offset * TypeSize(run.type);
 }
 
 unsigned char* RankSweep::RecvBuffer(const RunData& run, bool in_place) const {
-  if (!in_place) return recv_.get();
-  return recv_.get() + run.counts.recv_inplace_offset * static_cast<size_t>(rank_) * TypeSize(run.type);
+  if (!in_place) return RecvBase();
+  return RecvBase() + run.counts.recv_inplace_offset * static_cast<size_t>(rank_) * TypeSize(run.type);
+}
+
+unsigned char* RankSweep::HostImage(unsigned char* call_buffer) const {
+  if (!send_dev_) return call_buffer;
+  // An out-of-place send buffer is the send base; everything else
+  // (in-place send buffers included) lies in the receive buffer.
+  if (call_buffer == send_dev_.get()) return send_.get();
+  return recv_.get() + (call_buffer - recv_dev_.get());
+}
+
+bool RankSweep::DeviceFailure(const std::string& why) {
+  if (!call_failed_) std::fprintf(stderr, "rank %d: -G 1 (device buffers): %s\n", rank_, why.c_str());
+  call_failed_ = true;
+  return false;
+}
+
+bool RankSweep::Fill(const RunData& run, bool in_place) {
+  unsigned char* buffer = SendBuffer(run, in_place);
+  unsigned char* image = HostImage(buffer);
+  FillInputs(run, image);
+  if (!send_dev_) return true;
+  std::string why;
+  if (CopyToDevice(buffer, image, run.counts.send * TypeSize(run.type), &why)) return true;
+  return DeviceFailure(why);
+}
+
+bool RankSweep::CountWrong(const RunData& run, bool in_place, long long* wrong) {
+  unsigned char* buffer = RecvBuffer(run, in_place);
+  unsigned char* image = HostImage(buffer);
+  std::string why;
+  if (recv_dev_ && !CopyToHost(image, buffer, run.counts.recv * TypeSize(run.type), &why)) {
+    return DeviceFailure(why);
+  }
+  *wrong = static_cast<long long>(CountWrongResults(run, image));
+  return true;
 }
 
 bool RankSweep::Issue(const RunData& run, bool in_place, chorusRedOp_t op) {
-  return Check(IssueCollective(kind_, SendBuffer(run, in_place), RecvBuffer(run, in_place), run.counts.param,
-                               run.type, op, run.root, rank_, nranks_, comm_, stream_.get()),
+  return Check(IssueCollective(kind_, SendBuffer(run, in_place), RecvBuffer(run, in_place), run.counts.param, run.type,
+                               op, run.root, rank_, nranks_, comm_, stream_.get()),
                info_.name);
 }
 
@@ -228,7 +288,7 @@ bool RankSweep::Complete() {
 bool RankSweep::BenchTime(RunData run, bool in_place, chorusRedOp_t op, GroupResult* result) {
   if (options_.check > 0) {
     run.seed = 99;
-    FillInputs(run, SendBuffer(run, in_place));
+    if (!Fill(run, in_place)) return false;
   }
   // One untimed call so that connections and staging are set up.
   if (!Issue(run, in_place, op) || !Complete() || !Barrier()) return false;
@@ -257,10 +317,11 @@ bool RankSweep::BenchTime(RunData run, bool in_place, chorusRedOp_t op, GroupRes
   result->wrong = -1;
   for (int c = 0; c < options_.check; ++c) {
     run.seed = ++seed_;
-    FillInputs(run, SendBuffer(run, in_place));
-    if (!Issue(run, in_place, op) || !Complete()) return false;
-    long long wrong = static_cast<long long>(CountWrongResults(run, RecvBuffer(run, in_place)));
-    if (!SumOverRanks(&wrong)) return false;
+    long long wrong = 0;
+    if (!Fill(run, in_place) || !Issue(run, in_place, op) || !Complete() || !CountWrong(run, in_place, &wrong) ||
+        !SumOverRanks(&wrong)) {
+      return false;
+    }
     result->wrong = wrong;
     if (wrong != 0) {
       ++failed_results_;

@@ -245,12 +245,38 @@ TEST(PerfCliTest, NoCheckPrintsNotAvailable) {
 }
 
 TEST(PerfCliTest, BadFlagsGiveUsageAndNonZeroExit) {
-  for (const char* args : {"-q", "-d nosuchtype", "-o nosuchop", "-b 1X", "-b 2K -e 1K", "-a 7", "-R 3", "extra"}) {
+  for (const char* args : {"-q", "-d nosuchtype", "-o nosuchop", "-b 1X", "-b 2K -e 1K", "-a 7", "-R 3", "-G 2", "extra"}) {
     const CliRun run = RunPerf("all_reduce", args);
     EXPECT_EQ(run.exit_code, 2) << args;
     EXPECT_NE(run.err.find("USAGE: all_reduce_perf"), std::string::npos) << args << ": " << run.err;
     EXPECT_TRUE(Rows(run.out).empty()) << args;
   }
+}
+
+// -G 1 puts the buffers in CUDA device memory. With a GPU every row
+// validates; without one (or without CUDA in the build) the run fails at
+// set-up with the reason, before any row.
+TEST(PerfCliTest, DeviceBuffersValidateOrFailWithTheReason) {
+  const CliRun run = RunPerf("all_reduce", "-t 2 -b 1K -e 64K -f 8 -G 1");
+  if (run.exit_code == 0) {
+    const auto rows = Rows(run.out);
+    ASSERT_EQ(rows.size(), 3u) << run.out;
+    for (const auto& row : rows) {
+      EXPECT_EQ(row[8], "0") << run.out;
+      EXPECT_EQ(row[12], "0") << run.out;
+    }
+    GTEST_SKIP() << "a CUDA device is present: device buffers validated";
+  }
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("-G 1 (device buffers): "), std::string::npos) << run.err;
+  EXPECT_TRUE(run.err.find("no CUDA driver or device") != std::string::npos ||
+              run.err.find("no CUDA support") != std::string::npos)
+      << run.err;
+  EXPECT_TRUE(Rows(run.out).empty()) << run.out;
+  // nccl-tests' --cudagraph is accepted and ignored.
+  const CliRun graph = RunPerf("all_reduce", "-t 2 -b 8 -e 8 --cudagraph 2 -G 0");
+  EXPECT_EQ(graph.exit_code, 0) << graph.err;
+  EXPECT_EQ(Rows(graph.out).size(), 1u);
 }
 
 TEST(PerfCliTest, HelpPrintsUsageAndSucceeds) {
