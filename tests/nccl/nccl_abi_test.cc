@@ -114,4 +114,21 @@ TEST(NcclAbi, OneThreadCreatesThreeRanksInAGroup) { ExpectPasses("group", 3); }
 TEST(NcclAbi, OneThreadCreatesTwoRanksInAGroup) { ExpectPasses("group", 2); }
 TEST(NcclAbi, ShrinkExcludesADeadProcess) { ExpectPasses("shrink", 3); }
 
+// CUDA builds: device buffers on CUDA streams, every result read back on the
+// stream after a long copy queued before the inputs (skipped without a GPU).
+TEST(NcclAbi, DeviceBuffersFollowTheirCudaStreams) {
+#ifdef CHORUS_NCCL_DEVICE_CHECK
+  for (int nranks : {2, 3}) {
+    CliRun run = RunCommand("env LD_LIBRARY_PATH=" CHORUS_NCCL_LIB_DIR " " CHORUS_NCCL_DEVICE_CHECK " threads " +
+                                std::to_string(nranks),
+                            kTimeoutS);
+    if (run.exit_code == 77) GTEST_SKIP() << run.out;
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_NE(run.out.find("OK threads " + std::to_string(nranks) + ": "), std::string::npos) << run.out << run.err;
+  }
+#else
+  GTEST_SKIP() << "built without CUDA: no device-buffer NCCL program";
+#endif
+}
+
 }  // namespace
