@@ -3,7 +3,8 @@
 // collectives it serves; with --variables-markdown, the variables' table as
 // Markdown (docs/tuning.md); with --tune, the tuner's whole decision table
 // for a given cluster model; with --topology, this host's topology as a
-// communicator created here would see it.
+// communicator created here would see it. The default output ends with
+// what this build and process can do with GPU memory.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "base/algorithm_descriptor.h"
 #include "base/config.h"
 #include "chorus/chorus.h"
+#include "chorus_build_config.h"
 #include "algorithms/topology.h"
 #include "core/board_allreduce.h"
 #include "core/selection_table.h"
@@ -57,6 +59,23 @@ void PrintAlgorithms() {
     std::printf("  %-12s %s%s\n      %s\n", algo.name, collectives.c_str(),
                 algo.single_host_only ? "; chosen by the tuner on one host only" : "", algo.description);
   }
+}
+
+// Whether device buffers are served here, and why not.
+void PrintDeviceMemory() {
+  std::printf("\nDevice memory:\n");
+#if CHORUS_HAVE_CUDA
+  chorusStream_t stream = nullptr;
+  if (chorusStreamFromCuda(&stream, nullptr) == chorusSuccess) {
+    chorusStreamDestroy(stream);
+    std::printf("  CUDA: built with CUDA; a device is present: device buffers, chorusStreamFromCuda and\n"
+                "  page-locked staging are in use\n");
+  } else {
+    std::printf("  CUDA: built with CUDA, but %s\n", chorusGetLastError(nullptr));
+  }
+#else
+  std::printf("  CUDA: this build has no CUDA support; every buffer is host memory\n");
+#endif
 }
 
 int PrintTuneTable(int argc, char** argv) {
@@ -152,5 +171,6 @@ int main(int argc, char** argv) {
                 current ? ", set to '" : "", current ? current : "", current ? "'" : "", spec.help);
   }
   PrintAlgorithms();
+  PrintDeviceMemory();
   return 0;
 }
