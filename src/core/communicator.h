@@ -228,9 +228,14 @@ class Communicator {
   // shapes' selections and schedules.
   SelectionTable selection_;
   SelectionCache selections_;
-  // Page-locked where a GPU is present (core/host_allocator.h).
-  Workspace staging_{StagingAllocator()};         // the executor's staging and receive-reduce chunks
-  Workspace native_staging_{StagingAllocator()};  // host copies of device buffers run natively
+  // Page-locked up to these sizes where a GPU is present, reserved here at
+  // creation (core/workspace.h says why never later): the executor's
+  // staging of 4 directions x 8 slots x 512 KiB chunks, and the board's
+  // host copies of device buffers.
+  static constexpr size_t kPinnedStagingBytes = size_t{16} << 20;
+  static constexpr size_t kPinnedNativeStagingBytes = size_t{1} << 20;
+  Workspace staging_{StagingAllocator(), kPinnedStagingBytes};  // staging and receive-reduce chunks
+  Workspace native_staging_{StagingAllocator(), kPinnedNativeStagingBytes};  // device buffers run natively
   TunerModel tuner_;   // set by the builder's calibration
   // Host of every rank (first-seen numbering of the rendezvous host
   // identities); fixed for the communicator's life, so the schedule cache

@@ -1,9 +1,13 @@
 // Workspace: memory an operation borrows for scratch and staging, kept by the
 // communicator between operations so that the hot path does not allocate
-// (and page-fault) on every call. One operation uses it at a time. Its host
-// memory comes from a HostAllocator (core/host_allocator.h): staging
-// workspaces ask for page-locked memory where a GPU is present, and fall
-// back to pageable memory when that cannot be had.
+// (and page-fault) on every call. One operation uses it at a time.
+//
+// A staging workspace may start with page-locked memory
+// (core/host_allocator.h), reserved when it is made: at communicator
+// creation, on the caller's thread. Never later: a page-locked allocation or
+// release may wait for the whole GPU, and a CUDA stream linked to the very
+// operation that would be allocating (chorusStreamFromCuda) waits for that
+// operation: a deadlock. Growth past the reservation is pageable memory.
 #pragma once
 
 #include <cstddef>
@@ -15,12 +19,22 @@ namespace chorus {
 
 class Workspace {
  public:
-  explicit Workspace(HostAllocator& allocator = PageableAllocator()) : allocator_(&allocator) {}
+  // Pageable memory, allocated on demand.
+  Workspace() = default;
+  // `reserve` bytes of `allocator`'s memory now, unless `allocator` is the
+  // pageable one (then on demand, as above) or has none to give.
+  Workspace(HostAllocator& allocator, size_t reserve) {
+    if (&allocator == &PageableAllocator() || reserve == 0) return;
+    void* memory = allocator.Allocate(reserve);
+    if (memory == nullptr) return;  // page-locked memory is limited: pageable on demand still works
+    owner_ = &allocator;
+    buffer_ = static_cast<uint8_t*>(memory);
+    capacity_ = reserve;
+  }
   ~Workspace() { Release(); }
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
-  Workspace(Workspace&& other) noexcept
-      : allocator_(other.allocator_), owner_(other.owner_), buffer_(other.buffer_), capacity_(other.capacity_) {
+  Workspace(Workspace&& other) noexcept : owner_(other.owner_), buffer_(other.buffer_), capacity_(other.capacity_) {
     other.buffer_ = nullptr;
     other.capacity_ = 0;
   }
@@ -32,20 +46,14 @@ class Workspace {
     return buffer_;
   }
 
-  // The allocator of the memory held now (the preferred one, or the
-  // pageable fallback); null before the first Reserve.
+  // The allocator of the memory held now; null while none is held.
   const HostAllocator* holder() const { return buffer_ != nullptr ? owner_ : nullptr; }
 
  private:
   void Grow(size_t bytes) {
     Release();
-    owner_ = allocator_;
-    void* memory = allocator_->Allocate(bytes);
-    if (memory == nullptr) {  // page-locked memory is limited: pageable still works, slower
-      owner_ = &PageableAllocator();
-      memory = owner_->Allocate(bytes);
-    }
-    buffer_ = static_cast<uint8_t*>(memory);
+    owner_ = &PageableAllocator();
+    buffer_ = static_cast<uint8_t*>(owner_->Allocate(bytes));
     capacity_ = bytes;
   }
   void Release() {
@@ -54,8 +62,7 @@ class Workspace {
     capacity_ = 0;
   }
 
-  HostAllocator* allocator_;  // preferred
-  HostAllocator* owner_;      // of buffer_
+  HostAllocator* owner_ = nullptr;  // of buffer_
   uint8_t* buffer_ = nullptr;
   size_t capacity_ = 0;
 };
