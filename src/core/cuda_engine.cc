@@ -2,17 +2,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/cuda_status.h"
 #include "core/pointer_kind.h"
 #include "kernels/cuda/reduce_kernels.h"
 
 namespace chorus {
 namespace {
 
-Status CudaStatus(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return Status::Ok();
-  cudaGetLastError();  // do not leave it for the application
-  return Status(chorusSystemError, StrCat("CUDA engine: ", what, ": ", cudaGetErrorString(error)));
-}
+Status CudaStatus(cudaError_t error, const char* what) { return CudaCheck(error, StrCat("CUDA engine: ", what)); }
 
 // A device copy of `bytes` at `host`, when the device cannot read `host`.
 class DeviceReadable {

@@ -7,19 +7,12 @@
 #include <thread>
 
 #include "base/log.h"
+#include "core/cuda_status.h"
 
 namespace chorus {
 namespace {
 
 using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-Status CudaFailure(cudaError_t error, const char* what) {
-  cudaGetLastError();  // not the application's error to see
-  if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice) {
-    return Status(chorusSystemError, StrCat(what, ": no CUDA driver or device (", cudaGetErrorString(error), ")"));
-  }
-  return Status(chorusSystemError, StrCat(what, ": ", cudaGetErrorString(error)));
-}
 
 // Polls `event` until it completes or `deadline`: a CPU thread that sleeps in
 // cudaEventSynchronize could not be bounded.
@@ -28,10 +21,11 @@ Status PollEvent(cudaEvent_t event, Deadline deadline, const char* what) {
   for (;;) {
     const cudaError_t state = cudaEventQuery(event);
     if (state == cudaSuccess) return Status::Ok();
-    if (state != cudaErrorNotReady) return CudaFailure(state, what);
+    if (state != cudaErrorNotReady) return CudaCheck(state, what);
     cudaGetLastError();
-    if (deadline.Expired())
+    if (deadline.Expired()) {
       return Status(chorusTimeout, StrCat(what, ": the CUDA work before it did not finish in time"));
+    }
     // Yield for a while (short kernels), then sleep a little per poll.
     if (std::chrono::steady_clock::now() - start < std::chrono::microseconds(50)) {
       std::this_thread::yield();
@@ -63,12 +57,8 @@ class CudaStreamLink final : public DeviceStreamLink {
   // not get there in time.
   ~CudaStreamLink() override {
     cudaEvent_t passed = nullptr;
-    Status status = cudaEventCreateWithFlags(&passed, cudaEventDisableTiming) == cudaSuccess
-                        ? Status::Ok()
-                        : CudaFailure(cudaGetLastError(), "cudaEventCreate");
-    if (status.ok() && cudaEventRecord(passed, stream_) != cudaSuccess) {
-      status = CudaFailure(cudaGetLastError(), "cudaEventRecord");
-    }
+    Status status = CudaCheck(cudaEventCreateWithFlags(&passed, cudaEventDisableTiming), "cudaEventCreate");
+    if (status.ok()) status = CudaCheck(cudaEventRecord(passed, stream_), "cudaEventRecord");
     if (status.ok()) status = PollEvent(passed, Deadline::AfterMs(wait_ms()), "destroying a CUDA-linked stream");
     if (passed != nullptr) cudaEventDestroy(passed);
     if (status.ok()) {
@@ -83,11 +73,11 @@ class CudaStreamLink final : public DeviceStreamLink {
   Status MarkQueued(std::unique_ptr<DeviceMark>* mark) override {
     cudaEvent_t event = nullptr;
     cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (error != cudaSuccess) return CudaFailure(error, "cudaEventCreateWithFlags");
+    if (error != cudaSuccess) return CudaCheck(error, "cudaEventCreateWithFlags");
     error = cudaEventRecord(event, stream_);
     if (error != cudaSuccess) {
       cudaEventDestroy(event);
-      return CudaFailure(error, "cudaEventRecord on the linked CUDA stream");
+      return CudaCheck(error, "cudaEventRecord on the linked CUDA stream");
     }
     *mark = std::make_unique<CudaMark>(event);
     return Status::Ok();
@@ -116,19 +106,19 @@ Status MakeCudaStreamLink(void* cuda_stream, int wait_ms, std::unique_ptr<Device
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
   int devices = 0;
   cudaError_t error = cudaGetDeviceCount(&devices);
-  if (error != cudaSuccess) return CudaFailure(error, "chorusStreamFromCuda");
+  if (error != cudaSuccess) return CudaCheck(error, "chorusStreamFromCuda");
   if (devices == 0) return Status(chorusSystemError, "chorusStreamFromCuda: no CUDA device");
   void* entry = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   error = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &entry, 12000, cudaEnableDefault, &found);
-  if (error != cudaSuccess) return CudaFailure(error, "chorusStreamFromCuda: cuStreamWaitValue32");
+  if (error != cudaSuccess) return CudaCheck(error, "chorusStreamFromCuda: cuStreamWaitValue32");
   if (found != cudaDriverEntryPointSuccess || entry == nullptr) {
     return Status(chorusSystemError, "chorusStreamFromCuda: the CUDA driver has no cuStreamWaitValue32");
   }
   const auto wait_value = reinterpret_cast<WaitValueFn>(entry);
   void* word = nullptr;
   error = cudaHostAlloc(&word, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable);
-  if (error != cudaSuccess) return CudaFailure(error, "chorusStreamFromCuda: cudaHostAlloc");
+  if (error != cudaSuccess) return CudaCheck(error, "chorusStreamFromCuda: cudaHostAlloc");
   *static_cast<uint32_t*>(word) = 0;
   void* device_word = nullptr;
   error = cudaHostGetDevicePointer(&device_word, word, 0);
@@ -141,7 +131,7 @@ Status MakeCudaStreamLink(void* cuda_stream, int wait_ms, std::unique_ptr<Device
   }
   if (error != cudaSuccess || probe != CUDA_SUCCESS) {
     cudaFreeHost(word);
-    if (error != cudaSuccess) return CudaFailure(error, "chorusStreamFromCuda: cudaHostGetDevicePointer");
+    if (error != cudaSuccess) return CudaCheck(error, "chorusStreamFromCuda: cudaHostGetDevicePointer");
     return Status(chorusSystemError,
                   StrCat("chorusStreamFromCuda: the CUDA stream takes no memory waits (cuStreamWaitValue32: CUresult ",
                          static_cast<int>(probe), ")"));
