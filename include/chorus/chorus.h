@@ -443,7 +443,8 @@ chorusResult_t chorusStreamDestroy(chorusStream_t stream);
  * CHORUS_TIMEOUT_MS (read here) for the earlier CUDA work, then fails with
  * chorusTimeout; a failed call still releases the CUDA stream, and its error
  * is reported by chorusStreamSynchronize/Query and the call's events.
- * Destroy it with chorusStreamDestroy before destroying `cuda_stream`.
+ * Destroy it with chorusStreamDestroy before destroying `cuda_stream` (for
+ * cudaStreamPerThread, from the thread whose stream it is).
  * chorusInvalidUsage in a build without CUDA; chorusSystemError, naming
  * CUDA's reason, where the runtime cannot link the streams (no CUDA driver,
  * no device, or a device without stream memory operations).
