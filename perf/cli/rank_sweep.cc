@@ -275,8 +275,8 @@ bool RankSweep::CountWrong(const RunData& run, bool in_place, long long* wrong) 
 }
 
 bool RankSweep::Issue(const RunData& run, bool in_place, chorusRedOp_t op) {
-  return Check(IssueCollective(kind_, SendBuffer(run, in_place), RecvBuffer(run, in_place), run.counts.param, run.type,
-                               op, run.root, rank_, nranks_, comm_, stream_.get()),
+  return Check(IssueCollective(kind_, SendBuffer(run, in_place), RecvBuffer(run, in_place), run.counts.param,
+                               run.type, op, run.root, rank_, nranks_, comm_, stream_.get()),
                info_.name);
 }
 

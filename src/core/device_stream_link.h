@@ -18,7 +18,6 @@
 // and the tests' fake device stream.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
