@@ -27,6 +27,8 @@ constexpr MemoryKindMask KindBit(MemoryKind kind) { return MemoryKindMask{1} << 
 inline constexpr MemoryKindMask kCpuAccessibleKinds =
     KindBit(MemoryKind::kHost) | KindBit(MemoryKind::kCudaHostPinned);
 
+inline constexpr MemoryKindMask kAllMemoryKinds = (MemoryKindMask{1} << kNumMemoryKinds) - 1;
+
 constexpr bool Contains(MemoryKindMask mask, MemoryKind kind) { return (mask & KindBit(kind)) != 0; }
 constexpr bool IsCpuAccessible(MemoryKind kind) { return Contains(kCpuAccessibleKinds, kind); }
 

@@ -31,6 +31,7 @@ class CommunicatorBuilder {
     deadline_ = Deadline::AfterMs(options_.timeout_ms);
     const TransportRegistry& registry = options_.transports != nullptr ? *options_.transports : BuiltinTransports();
     CHORUS_RETURN_IF_ERROR(registry.ParseSelection(options_.transport_selection, &order_));
+    CHORUS_RETURN_IF_ERROR(SplitOverlays());
     CHORUS_RETURN_IF_ERROR(ReadHostTopology());
     CHORUS_RETURN_IF_ERROR(CreateTransports());
     CHORUS_RETURN_IF_ERROR(MeetPeers());
@@ -53,11 +54,13 @@ class CommunicatorBuilder {
   // remain is left out with a warning (shm on a /dev/shm too small for its
   // segment: its same-host peers then go over TCP). It publishes no address,
   // so every rank derives the same routes from the rendezvous table.
+  Status SplitOverlays();
   Status CreateTransports();
   // The rendezvous: every rank's PeerInfo, the hosts and NUMA groups.
   Status MeetPeers();
   // Routes, connections, the board and the multiplexed transport.
   Status ConnectRoutes();
+  Status ConnectOverlays(std::vector<int>* routes);
   // Fills the tuner's model from CHORUS_TUNE_FILE or a short measurement on
   // the new communicator (collective: every rank runs it).
   Status Calibrate();
@@ -72,6 +75,10 @@ class CommunicatorBuilder {
   std::unique_ptr<Communicator> comm_;
   Deadline deadline_ = Deadline::AfterMs(0);
   std::vector<const TransportDescriptor*> order_;  // the selection, in preference order
+  // order_ without the overlays (TransportDescriptor::overlay): the ones
+  // routes are chosen from; then the overlays.
+  std::vector<const TransportDescriptor*> carriers_;
+  std::vector<const TransportDescriptor*> overlays_;
   TransportOptions transport_options_;
   HostTopology host_topology_;
   PeerInfo mine_;
@@ -100,10 +107,31 @@ Status CommunicatorBuilder::ReadHostTopology() {
   return Status::Ok();
 }
 
+Status CommunicatorBuilder::SplitOverlays() {
+  for (const TransportDescriptor* descriptor : order_) {
+    (descriptor->overlay ? overlays_ : carriers_).push_back(descriptor);
+  }
+  if (carriers_.empty()) {
+    return InvalidUsage("CHORUS_TRANSPORT=", options_.transport_selection, ": ", overlays_[0]->name,
+                        " moves only some memory and needs a transport to carry the rest; list one with it (",
+                        overlays_[0]->name, ",shm)");
+  }
+  return Status::Ok();
+}
+
 Status CommunicatorBuilder::CreateTransports() {
   mine_.host = HostIdentity();
   mine_.numa_node = BindingNumaNode(host_topology_);
-  for (const TransportDescriptor* descriptor : order_) {
+  // Carriers first: the mux polls in this order and blocks in the first.
+  std::vector<const TransportDescriptor*> creation = carriers_;
+  creation.insert(creation.end(), overlays_.begin(), overlays_.end());
+  for (const TransportDescriptor* descriptor : creation) {
+    // Not for this machine (CUDA IPC without a GPU): `auto` leaves it out
+    // quietly; a named one is tried, and its creation says why it fails.
+    if (descriptor->available != nullptr && options_.transport_selection == "auto" &&
+        !descriptor->available(*descriptor)) {
+      continue;
+    }
     std::unique_ptr<Transport> transport;
     Status status = descriptor->create(*descriptor, transport_options_, options_.transport_vars, &transport);
     if (!status.ok()) {
@@ -137,7 +165,7 @@ Status CommunicatorBuilder::MeetPeers() {
     peers_[r] = std::move(info);
   }
   // Checked over the whole table, so that every rank fails alike.
-  CHORUS_RETURN_IF_ERROR(CheckEveryPairReachable(order_, peers_, options_.transport_selection)
+  CHORUS_RETURN_IF_ERROR(CheckEveryPairReachable(carriers_, peers_, options_.transport_selection)
                              .WithContext(StrCat("rank ", rank_)));
   std::vector<std::string> hosts;
   Topology& topology = comm_->topology_;
@@ -161,17 +189,18 @@ Status CommunicatorBuilder::MeetPeers() {
 
 Status CommunicatorBuilder::ConnectRoutes() {
   // Per peer, the first selected transport that reaches it.
-  const std::vector<int> choice = ChooseTransports(order_, peers_, rank_);
+  const std::vector<int> choice = ChooseTransports(carriers_, peers_, rank_);
   std::vector<int> routes(nranks_, -1);
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
     if (choice[r] < 0) return InternalError("rank ", rank_, ": no transport reaches rank ", r);
-    routes[r] = static_cast<int>(std::find(kinds_.begin(), kinds_.end(), order_[choice[r]]) - kinds_.begin());
+    routes[r] = static_cast<int>(std::find(kinds_.begin(), kinds_.end(), carriers_[choice[r]]) - kinds_.begin());
   }
   // Each transport connects only to the peers routed to it (both sides
   // route alike, from the same table): with `auto` on one host TCP opens no
   // lanes at all, since shm serves every peer.
   for (size_t t = 0; t < transports_.size(); ++t) {
+    if (kinds_[t]->overlay) continue;
     std::vector<std::string> addresses(nranks_);
     for (int r = 0; r < nranks_; ++r) {
       if (r == rank_ || routes[r] == static_cast<int>(t)) addresses[r] = *peers_[r].AddressFor(kinds_[t]->name);
@@ -189,6 +218,7 @@ Status CommunicatorBuilder::ConnectRoutes() {
     });
     if (board != nullptr && serves_all) comm_->board_allreduce_ = std::make_unique<BoardAllReduce>(board);
   }
+  CHORUS_RETURN_IF_ERROR(ConnectOverlays(&routes));
   std::unique_ptr<TransportMux> mux;
   CHORUS_RETURN_IF_ERROR(TransportMux::Create(std::move(transports_), routes, rank_, nranks_, &mux));
   if (CurrentLogLevel() >= LogLevel::kInfo) {
@@ -200,6 +230,37 @@ Status CommunicatorBuilder::ConnectRoutes() {
                 "; CHORUS_TRANSPORT=", options_.transport_selection, ", chunk ", options_.chunk_bytes, " B)");
   }
   comm_->AdoptTransport(std::move(mux));
+  return Status::Ok();
+}
+
+// Each overlay connects to the peers it reaches, over their routes'
+// endpoints, and takes their routes (both sides decide alike, from the same
+// publications). An overlay that reaches no peer stays unconnected and
+// unused.
+Status CommunicatorBuilder::ConnectOverlays(std::vector<int>* routes) {
+  const std::vector<int> carried = *routes;  // a peer takes the first overlay that reaches it
+  for (size_t t = 0; t < transports_.size(); ++t) {
+    if (!kinds_[t]->overlay) continue;
+    std::vector<Carrier> carriers(nranks_);
+    std::vector<std::string> addresses(nranks_);
+    std::vector<int> overlaid;
+    for (int r = 0; r < nranks_; ++r) {
+      if (r == rank_) {
+        addresses[r] = *peers_[r].AddressFor(kinds_[t]->name);
+        continue;
+      }
+      if ((*routes)[r] != carried[r] || !Reaches(*kinds_[t], peers_[rank_], peers_[r])) continue;
+      Transport* carrier = transports_[carried[r]].get();
+      carriers[r] = {carrier, carrier->endpoint(r)};
+      addresses[r] = *peers_[r].AddressFor(kinds_[t]->name);
+      overlaid.push_back(r);
+    }
+    if (overlaid.empty()) continue;
+    CHORUS_RETURN_IF_ERROR(transports_[t]->SetCarriers(carriers));
+    CHORUS_RETURN_IF_ERROR(transports_[t]->Connect(addresses, deadline_)
+                               .WithContext(StrCat("rank ", rank_, ": connecting over ", kinds_[t]->name)));
+    for (int r : overlaid) (*routes)[r] = static_cast<int>(t);
+  }
   return Status::Ok();
 }
 

@@ -2,7 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/cuda_status.h"
+#include "base/cuda_status.h"
 #include "core/pointer_kind.h"
 #include "kernels/cuda/reduce_kernels.h"
 

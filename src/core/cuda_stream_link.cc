@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "base/log.h"
-#include "core/cuda_status.h"
+#include "base/cuda_status.h"
 
 namespace chorus {
 namespace {

@@ -31,8 +31,11 @@ struct StepState {
   // The engine of the step's memory: of its one operand kind the CPU cannot
   // touch, if any, else the host's.
   LocalEngine* engine = nullptr;
-  // Network step on a kind the transport does not take: each chunk goes
-  // through a host staging slot, copied by `engine`.
+  MemoryKind kind = MemoryKind::kHost;  // engine's kind
+  // The kind of the call's user buffers (TransferRequest::call_kind).
+  MemoryKind call_kind = MemoryKind::kHost;
+  // Network step on a kind its peer's endpoint does not take: each chunk
+  // goes through a host staging slot, copied by `engine`.
   bool staged = false;
   // Every operand is CPU-accessible, so a receive-reduce may be combined on
   // receipt by the CPU kernels.
@@ -65,12 +68,26 @@ struct ReduceTarget {
   size_t element_size = 1;
   DataType dtype = chorusFloat32;
   ReduceOp op = ReduceOp::kSum;
+  // Device operands (a transport that hands over a peer's device memory,
+  // CUDA IPC): the engine that reduces, and its first failure, which the
+  // executor reports when the chunk completes (a combiner returns nothing).
+  LocalEngine* engine = nullptr;
+  Status failure;
 };
 
-// ReceiveCombiner::fn: the transport may call it in several pieces. Only
-// steps whose operands the CPU may touch combine (StepState::cpu_operands), so
-// this calls the CPU kernel, the host engine's, directly.
+// ReceiveCombiner::fn: the transport may call it in several pieces. For
+// steps whose operands the CPU may touch (StepState::cpu_operands) this calls
+// the CPU kernel, the host engine's, directly.
 void ReduceIncoming(void* context, size_t offset, const void* incoming, size_t bytes);
+// The same through ReduceTarget::engine, for device operands.
+void ReduceIncomingOnEngine(void* context, size_t offset, const void* incoming, size_t bytes);
+
+// The kind of a call's user buffers: the one the CPU cannot touch, if any.
+inline MemoryKind CallKindOf(const BoundSchedule& bound) {
+  if (!IsCpuAccessible(bound.send_kind)) return bound.send_kind;
+  if (!IsCpuAccessible(bound.recv_kind)) return bound.recv_kind;
+  return MemoryKind::kHost;
+}
 
 // One in-flight chunk transfer.
 struct Slot {
@@ -95,6 +112,7 @@ struct PeerChannel {
   // Receive-reduce chunks are reduced by the transport as they arrive, or
   // land in staging and are reduced when done.
   bool combines = false;
+  MemoryKindMask memory_kinds = kCpuAccessibleKinds;  // the endpoint's
   bool recv_needs_staging = false;
   bool send_needs_staging = false;  // some send is staged
 };
@@ -159,7 +177,7 @@ class Execution {
   void FindPacedReaders();
   bool HeldBack(const StepState& state, size_t c) const;
   void FinishChunk(StepState& state, size_t c);
-  Status ChooseEngine(const Schedule& schedule, size_t index, MemoryKindMask transport_kinds, StepState* state) const;
+  Status ChooseEngine(const Schedule& schedule, size_t index, StepState* state) const;
   Status RunLocalSteps(bool* progressed);
   Status PostTransfers(PeerChannel& channel, bool sending, bool* progressed);
   // PostTransfers of every channel, sends then receives.

@@ -34,6 +34,7 @@ Status Execution::ChannelTo(int peer, PeerChannel** out) {
     channel.recv_steps.clear();
     channel.send_head = channel.recv_head = 0;
     channel.combines = options_.combine_on_receive && endpoint->combine_on_receive();
+    channel.memory_kinds = endpoint->memory_kinds();
     channel.recv_needs_staging = false;
     channel.send_needs_staging = false;
   }
@@ -51,7 +52,6 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     return InternalError("executor: ", options_.memory->size(), " memory registrations for ", schedules.size(),
                          " schedules");
   }
-  const MemoryKindMask transport_kinds = transport_->capabilities().memory_kinds;
   for (size_t index = 0; index < schedules.size(); ++index) {
     const BoundSchedule& bound = schedules[index];
     const Schedule& schedule = *bound.schedule;
@@ -65,7 +65,8 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       state.bound = &bound;
       state.memory = options_.memory != nullptr ? &(*options_.memory)[index] : nullptr;
       state.chunk = chunk;
-      CHORUS_RETURN_IF_ERROR(ChooseEngine(schedule, i, transport_kinds, &state));
+      CHORUS_RETURN_IF_ERROR(ChooseEngine(schedule, i, &state));
+      state.call_kind = CallKindOf(bound);
       // A zero-byte step still orders its dependants after its dependencies:
       // it becomes one empty local chunk, never sent.
       state.nchunks = step.bytes == 0 ? 1 : (step.bytes + chunk - 1) / chunk;
@@ -87,12 +88,13 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       }
       PeerChannel* channel = nullptr;
       CHORUS_RETURN_IF_ERROR(ChannelTo(step.peer, &channel));
+      state.staged = !Contains(channel->memory_kinds, state.kind);
       if (step.kind == StepKind::kSend) {
         channel->send_steps.push_back(static_cast<uint32_t>(base + i));
         channel->send_needs_staging |= state.staged;
       } else {
         channel->recv_steps.push_back(static_cast<uint32_t>(base + i));
-        const bool combined = step.kind == StepKind::kRecvReduce && channel->combines && state.cpu_operands;
+        const bool combined = step.kind == StepKind::kRecvReduce && channel->combines && !state.staged;
         channel->recv_needs_staging |= state.staged || (step.kind == StepKind::kRecvReduce && !combined);
       }
     }
@@ -130,8 +132,9 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
 
 // A step's operands may mix CPU-accessible memory with at most one other
 // kind, whose engine then does the step (engines take host operands).
-Status Execution::ChooseEngine(const Schedule& schedule, size_t index, MemoryKindMask transport_kinds,
-                               StepState* state) const {
+// Whether a network step is staged depends on its peer's endpoint, decided
+// once its channel is known.
+Status Execution::ChooseEngine(const Schedule& schedule, size_t index, StepState* state) const {
   const Step& step = *state->step;
   const BoundSchedule& bound = *state->bound;
   const BufferRange* operands[3] = {};
@@ -158,8 +161,9 @@ Status Execution::ChooseEngine(const Schedule& schedule, size_t index, MemoryKin
     return InvalidArgument("no local engine for ", MemoryKindName(kind), " memory (schedule '", schedule.algorithm,
                            "' step ", index, "); this build or this call cannot use it");
   }
+  state->kind = kind;
   state->cpu_operands = IsCpuAccessible(kind);
-  state->staged = IsNetworkStep(step.kind) && !Contains(transport_kinds, kind);
+  state->staged = false;
   return Status::Ok();
 }
 

@@ -17,6 +17,13 @@ void ReduceIncoming(void* context, size_t offset, const void* incoming, size_t b
                target->op);
 }
 
+void ReduceIncomingOnEngine(void* context, size_t offset, const void* incoming, size_t bytes) {
+  auto* target = static_cast<ReduceTarget*>(context);
+  if (!target->failure.ok()) return;
+  target->failure = target->engine->Reduce(target->dst + offset, target->src + offset, incoming,
+                                           bytes / target->element_size, target->dtype, target->op);
+}
+
 namespace {
 
 // Idle polls before sleeping in the transport. Polling pays off when a
@@ -128,6 +135,8 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
     slot.request = TransferRequest();
     slot.request.bytes = state.ChunkLength(c);
     slot.request.tag = state.bound->tag;
+    slot.request.call_kind = state.call_kind;
+    slot.request.kind = state.staged ? MemoryKind::kHost : state.kind;
     if (sending) {
       slot.request.buffer = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
       slot.request.memory = MemoryOf(state.memory, step.src);
@@ -141,15 +150,27 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
       uint8_t* dst = Resolve(*state.bound, step.dst) + state.ChunkBegin(c);
       slot.request.buffer = dst;
       slot.request.memory = MemoryOf(state.memory, step.dst);
-      if (step.kind == StepKind::kRecvReduce && channel.combines && state.cpu_operands) {
+      if (step.kind == StepKind::kRecvReduce && channel.combines && !state.staged) {
+        // CPU operands fold with the CPU kernel; device operands (on an
+        // endpoint that takes them) with their engine, from wherever the
+        // transport holds the payload.
         const Schedule& schedule = *state.bound->schedule;
         const uint8_t* src = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
         slot.target = {dst, src, std::max<size_t>(1, schedule.element_size), schedule.dtype, schedule.op};
-        slot.combiner = {ReduceIncoming, &slot.target};
+        slot.combiner = ReceiveCombiner();
+        slot.combiner.context = &slot.target;
+        if (state.cpu_operands) {
+          slot.combiner.fn = ReduceIncoming;
+        } else {
+          slot.target.engine = state.engine;
+          slot.combiner.fn = ReduceIncomingOnEngine;
+          slot.combiner.readable |= KindBit(state.kind);
+        }
         slot.request.combine = &slot.combiner;
       } else if (step.kind == StepKind::kRecvReduce || state.staged) {
         slot.request.buffer = slot.staging;
         slot.request.memory = MemoryHandle();
+        slot.request.kind = MemoryKind::kHost;
       }
       CHORUS_RETURN_IF_ERROR(channel.endpoint->PostRecv(&slot.request));
     }
@@ -173,6 +194,7 @@ Status Execution::ReapTransfers(PeerChannel& channel, bool* progressed) {
     StepState& state = s_.states[slot.state];
     const Step& step = *state.step;
     const size_t offset = state.ChunkBegin(slot.chunk);
+    if (slot.request.combine != nullptr && !slot.target.failure.ok()) return slot.target.failure;
     if (step.kind == StepKind::kRecvReduce && slot.request.combine == nullptr) {
       const Schedule& schedule = *state.bound->schedule;
       CHORUS_RETURN_IF_ERROR(state.engine->Reduce(Resolve(*state.bound, step.dst) + offset,

@@ -5,14 +5,11 @@
 // or where the runtime has no driver or device, every pointer is kHost.
 #pragma once
 
+#include "base/cuda_device.h"  // CudaDevicePresent
 #include "base/memory_kind.h"
 
 namespace chorus {
 
 MemoryKind ClassifyPointer(const void* pointer);
-
-// Whether this process can have device memory at all (a CUDA build, a driver
-// and at least one device); asked of the runtime once.
-bool CudaDevicePresent();
 
 }  // namespace chorus

@@ -38,15 +38,17 @@ Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, 
     }
     mux->routes_[peer] = endpoint;
     mux->route_names_[peer] = transport->name();
-    if (std::find(mux->active_.begin(), mux->active_.end(), transport) == mux->active_.end()) {
-      mux->active_.push_back(transport);
-    }
   }
-  // Poll order: the transports' order (the caller's preference first).
+  // Polled: every transport connected to some peer, in the transports'
+  // order (the caller's preference first), whether the mux routes to it or
+  // it carries an overlay's messages.
   std::vector<Transport*> ordered;
   for (auto& transport : mux->transports_) {
-    if (std::find(mux->active_.begin(), mux->active_.end(), transport.get()) != mux->active_.end()) {
-      ordered.push_back(transport.get());
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer != rank && transport->endpoint(peer) != nullptr) {
+        ordered.push_back(transport.get());
+        break;
+      }
     }
   }
   mux->active_ = std::move(ordered);
@@ -57,8 +59,12 @@ Status TransportMux::Create(std::vector<std::unique_ptr<Transport>> transports, 
     mux->capabilities_.shares_cores |= capabilities.shares_cores;
     mux->capabilities_.needs_memory_registration |= capabilities.needs_memory_registration;
     mux->capabilities_.takes_registered_memory |= capabilities.takes_registered_memory;
-    // A buffer may go to any peer: only the kinds every transport takes.
-    mux->capabilities_.memory_kinds &= capabilities.memory_kinds;
+  }
+  // A buffer may go to any peer: only the kinds every peer's endpoint takes
+  // (the executor asks each endpoint anyway).
+  mux->capabilities_.memory_kinds = kAllMemoryKinds;
+  for (Endpoint* endpoint : mux->routes_) {
+    if (endpoint != nullptr) mux->capabilities_.memory_kinds &= endpoint->memory_kinds();
   }
   *out = std::move(mux);
   return Status::Ok();
@@ -76,8 +82,13 @@ Status TransportMux::Connect(const std::vector<std::string>&, Deadline) {
 
 Status TransportMux::Progress(int timeout_ms) {
   if (active_.size() == 1) return active_[0]->Progress(timeout_ms);
-  for (Transport* transport : active_) CHORUS_RETURN_IF_ERROR(transport->Progress(0));
-  if (timeout_ms == 0 || active_.empty()) return Status::Ok();
+  bool in_flight = false;
+  for (Transport* transport : active_) {
+    CHORUS_RETURN_IF_ERROR(transport->Progress(0));
+    in_flight |= transport->InFlight();
+  }
+  // An overlay waits for something no carrier signals: the caller polls.
+  if (timeout_ms == 0 || active_.empty() || in_flight) return Status::Ok();
   // Several transports and nothing to do: wait in the first (the fastest)
   // for a short slice so that the others are polled every millisecond.
   CHORUS_RETURN_IF_ERROR(active_[0]->Progress(1));

@@ -2,6 +2,7 @@
 // (docs/architecture.md, "How to add a transport"). This is the only file
 // outside a transport's folder that includes its header.
 #include "chorus_build_config.h"
+#include "transports/cuda_ipc/cuda_ipc_descriptor.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport_registry.h"
@@ -19,6 +20,7 @@ const TransportRegistry& BuiltinTransports() {
   static const TransportRegistry kBuiltin({
       ShmTransportDescriptor(),
       TcpTransportDescriptor(),
+      CudaIpcTransportDescriptor(),
 #if CHORUS_HAVE_UCX
       UcxTransportDescriptor(),
 #endif

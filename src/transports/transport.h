@@ -87,6 +87,10 @@ struct ReceiveCombiner {
   // so a piece never splits an element. A zero-byte message makes no call.
   void (*fn)(void* context, size_t offset, const void* incoming, size_t bytes) = nullptr;
   void* context = nullptr;
+  // The kinds of memory `fn` may be handed as `incoming`: a transport that
+  // holds the payload in another kind (a peer's device buffer, for CUDA IPC)
+  // copies it into host memory first.
+  MemoryKindMask readable = kCpuAccessibleKinds;
 };
 constexpr size_t kCombinePieceAlign = 64;
 
@@ -107,6 +111,15 @@ struct TransferRequest {
   // memory.For(this)), null where no transport needs one
   // (capabilities().needs_memory_registration false).
   MemoryHandle memory;
+  // Where `buffer` lives; a transport touches it only if its endpoint takes
+  // the kind (Endpoint::memory_kinds), else the caller staged it.
+  MemoryKind kind = MemoryKind::kHost;
+  // The kind of the user's buffers of the call this transfer belongs to (not
+  // always `kind`: scratch and staging are host memory). It is the same on
+  // every rank of a correct program, so a transport may choose its wire
+  // protocol by it (CUDA IPC: device calls pull from peers' buffers, the
+  // others pass through); ranks that disagree get a matching error.
+  MemoryKind call_kind = MemoryKind::kHost;
 
   // Set by the transport.
   bool done = false;
@@ -149,6 +162,19 @@ class Endpoint {
   virtual Status PostRecv(TransferRequest* request) = 0;
   // Whether PostRecv honours TransferRequest::combine on this endpoint.
   virtual bool combine_on_receive() const { return false; }
+  // The kinds of memory PostSend/PostRecv may be given on this endpoint
+  // (one transport facade may mix endpoints that take different kinds);
+  // the executor stages the others through host chunks.
+  virtual MemoryKindMask memory_kinds() const { return kCpuAccessibleKinds; }
+};
+
+// What carries an overlay transport's messages to one peer
+// (TransportDescriptor::overlay): the endpoint of the transport chosen for
+// the peer, and that transport, which the overlay may progress while it
+// connects. Both outlive the overlay.
+struct Carrier {
+  Transport* transport = nullptr;
+  Endpoint* endpoint = nullptr;
 };
 
 // What every transport is given; a transport's own settings (CHORUS_NSOCKS,
@@ -190,6 +216,19 @@ class Transport {
 
   // Endpoint to `peer` (!= own rank), valid after Connect.
   virtual Endpoint* endpoint(int peer) = 0;
+
+  // Overlay transports only (TransportDescriptor::overlay), called once
+  // before Connect: per peer, what carries its messages (null members for a
+  // peer not overlaid). The overlay adds a way of moving some memory (CUDA
+  // IPC: device buffers) and passes the rest to the carrier.
+  virtual Status SetCarriers(const std::vector<Carrier>& carriers) {
+    (void)carriers;
+    return InternalError(name(), " is not an overlay transport");
+  }
+  // Work in flight whose completion no carrier will signal (an overlay
+  // waiting for a peer's acknowledgement written in shared memory): a
+  // caller should then poll rather than block in a carrier's Progress.
+  virtual bool InFlight() const { return false; }
 
   // Moves bytes of posted requests, marking finished ones done. Blocks at
   // most `timeout_ms` when nothing can progress (0 = poll). An error here

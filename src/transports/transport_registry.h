@@ -82,6 +82,16 @@ struct TransportDescriptor {
   // core then has discovery scan for them, which is most of its time. May
   // be null (never).
   bool (*uses_io_devices)(const TransportOptions& options);
+  // An overlay carries no bytes of its own: its endpoint to a peer wraps
+  // the endpoint of the transport chosen for that peer among the others
+  // (Transport::SetCarriers) and adds a way of moving some memory (CUDA IPC:
+  // device buffers), passing the rest to the carrier. Routes are chosen
+  // among the others; a peer an overlay reaches is then routed to it.
+  bool overlay;
+  // Whether create can work on this machine at all (CUDA IPC: a GPU is
+  // present). False: left out of a selection of several quietly. May be
+  // null (always).
+  bool (*available)(const TransportDescriptor& descriptor);
   // Handed back to create and reaches through the descriptor (e.g. the
   // fabric of a test transport); the built-in ones need none.
   void* context;

@@ -13,9 +13,11 @@
 #include "core/executor.h"
 #include "core/transport_mux.h"
 #include "core/workspace.h"
+#include "fake_device_ipc.h"
 #include "fake_device_memory.h"
 #include "inproc_transport.h"
 #include "rank_threads.h"
+#include "transports/cuda_ipc/cuda_ipc_transport.h"
 #include "transports/shm/shm_transport.h"
 
 namespace chorus::testing {
@@ -116,12 +118,33 @@ bool SameHost(const ExecutorCase& c, int a, int b) { return (a < c.nranks / 2) =
 // threads, the way RunRanks does over the in-process fabric; for kMixed,
 // through a mux of shm (same "host") and the in-process fabric (the other).
 // `combined`: receives the transports reduced on receipt, over all ranks.
-std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& function, uint64_t* combined) {
+bool OverCudaIpc(const ExecutorCase& c) {
+  return c.transport == CaseTransport::kCudaIpc || c.transport == CaseTransport::kCudaIpcThreads;
+}
+
+// The CUDA IPC overlay of one rank, connected over its shm transport, in a
+// mux that routes every peer to it.
+Status OverlayCudaIpc(int rank, int nranks, Transport* shm, Transport* overlay, const std::vector<std::string>& addresses,
+                      std::unique_ptr<TransportMux>* mux) {
+  std::vector<Carrier> carriers(nranks);
+  for (int peer = 0; peer < nranks; ++peer) {
+    if (peer != rank) carriers[peer] = {shm, shm->endpoint(peer)};
+  }
+  CHORUS_RETURN_IF_ERROR(overlay->SetCarriers(carriers));
+  CHORUS_RETURN_IF_ERROR(overlay->Connect(addresses, Deadline::AfterMs(kDeadlineMs)));
+  std::vector<std::unique_ptr<Transport>> routes;
+  routes.push_back(std::make_unique<testing::BorrowedTransport>(shm));
+  routes.push_back(std::make_unique<testing::BorrowedTransport>(overlay));
+  return TransportMux::Create(std::move(routes), std::vector<int>(nranks, 1), rank, nranks, mux);
+}
+
+std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& function, uint64_t* combined,
+                                FakeGpu* gpu = nullptr) {
   ShmTuning tuning;
   tuning.cma_within_process = c.transport == CaseTransport::kShmCma;
   tuning.combine_piece_bytes = 192;  // many pieces per chunk, each a few elements
-  std::vector<std::unique_ptr<Transport>> transports(c.nranks);
-  std::vector<std::string> addresses(c.nranks);
+  std::vector<std::unique_ptr<Transport>> transports(c.nranks), overlays(c.nranks);
+  std::vector<std::string> addresses(c.nranks), overlay_addresses(c.nranks);
   std::vector<Status> results(c.nranks);
   for (int r = 0; r < c.nranks; ++r) {
     TransportOptions options;
@@ -131,6 +154,12 @@ std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& funct
     results[r] = CreateShmTransport(options, &transports[r], tuning);
     if (!results[r].ok()) return results;
     addresses[r] = transports[r]->LocalAddress();
+    if (OverCudaIpc(c)) {
+      const uint64_t token = c.transport == CaseTransport::kCudaIpcThreads ? 1 : static_cast<uint64_t>(r) + 1;
+      results[r] = CreateCudaIpcTransport(options, std::make_unique<FakeDeviceIpc>(gpu, token), &overlays[r]);
+      if (!results[r].ok()) return results;
+      overlay_addresses[r] = overlays[r]->LocalAddress();
+    }
   }
   InprocFabric fabric(c.nranks);
   std::vector<std::thread> threads;
@@ -148,6 +177,10 @@ std::vector<Status> RunShmRanks(const ExecutorCase& c, const RankFunction& funct
         routes.push_back(std::make_unique<testing::BorrowedTransport>(transports[r].get()));
         routes.push_back(std::make_unique<testing::BorrowedTransport>(fabric.transport(r)));
         results[r] = TransportMux::Create(std::move(routes), r, c.nranks, &mux);
+        used = mux.get();
+      }
+      if (results[r].ok() && OverCudaIpc(c)) {
+        results[r] = OverlayCudaIpc(r, c.nranks, transports[r].get(), overlays[r].get(), overlay_addresses, &mux);
         used = mux.get();
       }
       if (results[r].ok()) results[r] = function(r, used);
@@ -170,6 +203,8 @@ const char* CaseTransportName(CaseTransport transport) {
     case CaseTransport::kShmCma: return "shmcma";
     case CaseTransport::kShmStaged: return "shmstaged";
     case CaseTransport::kMixed: return "mixed";
+    case CaseTransport::kCudaIpc: return "cudaipc";
+    case CaseTransport::kCudaIpcThreads: return "cudaipcthreads";
     default: return "inproc";
   }
 }
@@ -270,6 +305,18 @@ std::string RunExecutorCase(const ExecutorCase& c, std::vector<FakeDeviceEngine:
     }
   }
 
+  // Over CUDA IPC an engine reduces straight from a peer's device memory.
+  std::vector<FakeDeviceMemory*> memories;
+  for (RankSetup& s : ranks) {
+    if (s.device != nullptr) memories.push_back(s.device.get());
+  }
+  for (RankSetup& s : ranks) {
+    for (FakeDeviceMemory* memory : memories) {
+      if (s.engine != nullptr && memory != s.device.get()) s.engine->AddPeerMemory(memory);
+    }
+  }
+  FakeGpu gpu(memories);
+
   const std::atomic<bool> abort{false};
   const RankFunction run_rank = [&](int r, Transport* transport) {
     RankSetup& s = ranks[r];
@@ -303,7 +350,7 @@ std::string RunExecutorCase(const ExecutorCase& c, std::vector<FakeDeviceEngine:
     results = RunRanks(fabric, run_rank);
   } else {
     uint64_t combined = 0;
-    results = RunShmRanks(c, run_rank, &combined);
+    results = RunShmRanks(c, run_rank, &combined, &gpu);
     const bool reducing = c.coll == Collective::kAllReduce || c.coll == Collective::kReduceScatter ||
                           c.coll == Collective::kReduce;
     // Memory the CPU must not touch is never combined on receipt.
@@ -320,6 +367,19 @@ std::string RunExecutorCase(const ExecutorCase& c, std::vector<FakeDeviceEngine:
   }
   for (int r = 0; r < c.nranks; ++r) {
     if (!results[r].ok()) return context + "rank " + std::to_string(r) + " failed: " + results[r].message();
+  }
+  // Over CUDA IPC, device data never goes through host memory, and each
+  // rank maps each peer's one fake allocation at most once.
+  const bool all_device = c.user_memory == MemoryKind::kFakeDevice && c.scratch_memory == MemoryKind::kFakeDevice;
+  if (OverCudaIpc(c) && all_device) {
+    for (int r = 0; r < c.nranks; ++r) {
+      const FakeDeviceEngine::Counts& engine = ranks[r].engine->counts();
+      if (engine.copies_to_device != 0 || engine.copies_from_device != 0) {
+        return context + "rank " + std::to_string(r) + " staged device data through host memory";
+      }
+    }
+    const int most = c.transport == CaseTransport::kCudaIpc ? c.nranks * (c.nranks - 1) : 0;
+    if (gpu.opens > most) return context + std::to_string(gpu.opens.load()) + " mappings for " + std::to_string(most);
   }
   if (counts != nullptr) counts->assign(c.nranks, FakeDeviceEngine::Counts());
   for (int r = 0; r < c.nranks; ++r) {

@@ -22,8 +22,12 @@ namespace chorus::testing {
 // through CMA in small pieces (kShmCma); kShmStaged turns combining off in
 // the executor so that shm chunks go through staging; kMixed routes through
 // a TransportMux: shm to ranks on the same (pretend) host, which combine,
-// the in-process fabric to the others, which stage.
-enum class CaseTransport { kInproc, kShm, kShmCma, kShmStaged, kMixed };
+// the in-process fabric to the others, which stage. kCudaIpc overlays shm
+// with the CUDA IPC transport over the fake device (fake_device_ipc.h), the
+// ranks taken for separate processes (peers' buffers mapped, then pulled
+// from); kCudaIpcThreads takes them for one process (pointers used as they
+// are).
+enum class CaseTransport { kInproc, kShm, kShmCma, kShmStaged, kMixed, kCudaIpc, kCudaIpcThreads };
 
 struct ExecutorCase {
   Collective coll = Collective::kAllReduce;

@@ -41,11 +41,23 @@ void FakeDeviceMemory::Download(void* host, size_t offset, size_t bytes) const {
 }
 
 void* FakeDeviceEngine::Translate(const void* pointer) const {
-  return memory_->Contains(pointer) ? memory_->Backing(pointer) : const_cast<void*>(pointer);
+  if (memory_->Contains(pointer)) return memory_->Backing(pointer);
+  for (FakeDeviceMemory* peer : peers_) {
+    if (peer->Contains(pointer)) return peer->Backing(pointer);
+  }
+  return const_cast<void*>(pointer);
+}
+
+bool FakeDeviceEngine::OnDevice(const void* pointer) const {
+  if (memory_->Contains(pointer)) return true;
+  for (FakeDeviceMemory* peer : peers_) {
+    if (peer->Contains(pointer)) return true;
+  }
+  return false;
 }
 
 Status FakeDeviceEngine::Copy(void* dst, const void* src, size_t bytes) {
-  const bool to_device = memory_->Contains(dst), from_device = memory_->Contains(src);
+  const bool to_device = OnDevice(dst), from_device = OnDevice(src);
   if (to_device && from_device) {
     ++counts_.copies_on_device;
   } else if (to_device) {

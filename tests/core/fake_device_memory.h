@@ -67,10 +67,16 @@ class FakeDeviceEngine final : public LocalEngine {
   // The host engine for CPU memory and this one for kFakeDevice.
   LocalEngines Table();
 
+  // Other ranks' fake devices whose addresses this engine is handed too
+  // (a peer's buffer mapped by the CUDA IPC transport, fake_device_ipc.h).
+  void AddPeerMemory(FakeDeviceMemory* peer) { peers_.push_back(peer); }
+
  private:
   void* Translate(const void* pointer) const;
+  bool OnDevice(const void* pointer) const;
 
   FakeDeviceMemory* memory_;
+  std::vector<FakeDeviceMemory*> peers_;
   Counts counts_;
 };
 

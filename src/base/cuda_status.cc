@@ -1,4 +1,4 @@
-#include "core/cuda_status.h"
+#include "base/cuda_status.h"
 
 namespace chorus {
 
