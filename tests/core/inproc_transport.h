@@ -111,6 +111,8 @@ class BorrowedTransport : public Transport {
   }
   Endpoint* endpoint(int peer) override { return inner_->endpoint(peer); }
   Status Progress(int timeout_ms) override { return inner_->Progress(timeout_ms); }
+  bool InFlight() const override { return inner_->InFlight(); }
+  Status SetCarriers(const std::vector<Carrier>& carriers) override { return inner_->SetCarriers(carriers); }
   void Wakeup() override { inner_->Wakeup(); }
   void Shutdown() override { inner_->Shutdown(); }
 
