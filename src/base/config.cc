@@ -40,8 +40,10 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "SO_SNDBUF of every TCP data socket, as CHORUS_SOCKET_RCVBUF. 0: kernel autotuning (tcp_wmem); at most 1023M."},
       {"CHORUS_TRANSPORT", "string", "auto",
        "Transports, in order: auto (the best per peer: shared memory between ranks of one host and network "
-       "namespace, TCP otherwise), one name (only it: tcp, shm, ucx when built with UCX, ibverbs or ib when built with libibverbs; a peer it cannot reach fails creation), or an "
-       "ordered list (shm,tcp: for each peer the first that reaches it)."},
+       "namespace, TCP otherwise, and where a GPU is present cuda_ipc over shared memory for device buffers), one "
+       "name (only it: tcp, shm, ucx when built with UCX, ibverbs or ib when built with libibverbs; a peer it "
+       "cannot reach fails creation), or an ordered list (shm,tcp: for each peer the first that reaches it; "
+       "cuda_ipc,shm: device buffers of same-host peers by CUDA IPC, the rest over shm)."},
       {"CHORUS_UCX_TLS", "string", "",
        "UCX transports the ucx transport may use (UCX_TLS syntax: tcp, posix,cma,tcp, ^tcp); set for Chorus's UCX "
        "context only. Empty: UCX_TLS, else all UCX finds."},
@@ -77,6 +79,9 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "
        "small (Docker's default is 64M)."},
       {"CHORUS_CHUNK_BYTES", "bytes", "512K", "Pipeline chunk size of the schedule executor (same on all ranks)."},
+      {"CHORUS_DEVICE_CHUNK_BYTES", "bytes", "8M",
+       "Chunk size of device-buffer messages a transport moves itself (CUDA IPC pulls: each chunk is one "
+       "synchronous GPU copy or reduce, so larger than CHORUS_CHUNK_BYTES; same on all ranks)."},
       {"CHORUS_KERNELS", "string", "auto",
        "CPU reduction kernels: auto (best the CPU supports), avx512, avx2 or portable. "
        "An ISA the CPU lacks falls back to the best available."},
@@ -185,6 +190,9 @@ Status Settings::FromEnvironment(Settings* out) {
   settings.timeout_ms = static_cast<int>(value);
   CHORUS_RETURN_IF_ERROR(ParseBytes(EnvValue("CHORUS_CHUNK_BYTES"), "CHORUS_CHUNK_BYTES", &settings.chunk_bytes));
   if (settings.chunk_bytes < 64) return InvalidArgument("CHORUS_CHUNK_BYTES must be at least 64");
+  CHORUS_RETURN_IF_ERROR(
+      ParseBytes(EnvValue("CHORUS_DEVICE_CHUNK_BYTES"), "CHORUS_DEVICE_CHUNK_BYTES", &settings.device_chunk_bytes));
+  if (settings.device_chunk_bytes < 64) return InvalidArgument("CHORUS_DEVICE_CHUNK_BYTES must be at least 64");
   settings.algo = EnvValue("CHORUS_ALGO");
   settings.socket_ifname = EnvValue("CHORUS_SOCKET_IFNAME");
   settings.transport = EnvValue("CHORUS_TRANSPORT");

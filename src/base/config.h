@@ -42,6 +42,7 @@ Status ParseSocketBufferBytes(const std::string& text, const char* name, int* ou
 struct Settings {
   int timeout_ms = 0;
   size_t chunk_bytes = 0;
+  size_t device_chunk_bytes = 0;
   std::string algo;
   std::string socket_ifname;
   // CHORUS_TRANSPORT as written; the transport registry parses it and each

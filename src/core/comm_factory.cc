@@ -30,6 +30,7 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   CHORUS_RETURN_IF_ERROR(Settings::FromEnvironment(&settings));
   options->timeout_ms = settings.timeout_ms;
   options->chunk_bytes = settings.chunk_bytes;
+  options->device_chunk_bytes = settings.device_chunk_bytes;
   options->algo_spec = settings.algo;
   options->socket_ifname = settings.socket_ifname;
   const TransportRegistry& registry = options->transports != nullptr ? *options->transports : BuiltinTransports();
@@ -59,6 +60,7 @@ Status ResolveOptions(const chorusConfig_t* config, CommOptions* options) {
   }
   // Chunks are whole multiples of every element size on every rank.
   options->chunk_bytes = options->chunk_bytes / 64 * 64;
+  options->device_chunk_bytes = options->device_chunk_bytes / 64 * 64;
   return ParseAlgorithmSpec(options->algo_spec, &options->algorithms);
 }
 

@@ -196,6 +196,7 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
   binding_.AddTagged(std::move(schedule), mine, all, kCallCheckTag | ++check_exchanges_);
   ExecutorOptions executor_options;
   executor_options.chunk_bytes = options_.chunk_bytes;
+  executor_options.device_chunk_bytes = options_.device_chunk_bytes;
   executor_options.staging = &staging_;
   executor_options.context = &executor_context_;
   executor_options.close_notice = &close_notice_;
@@ -286,6 +287,8 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (!binding_.empty()) {
     ExecutorOptions executor_options;
     executor_options.chunk_bytes = options_.chunk_bytes;
+  executor_options.device_chunk_bytes = options_.device_chunk_bytes;
+    executor_options.device_chunk_bytes = options_.device_chunk_bytes;
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
     executor_options.waiting = &waiting_;

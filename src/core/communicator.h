@@ -54,6 +54,7 @@ namespace chorus {
 struct CommOptions {
   int timeout_ms = 300000;
   size_t chunk_bytes = 512 * 1024;
+  size_t device_chunk_bytes = 8 << 20;  // ExecutorOptions::device_chunk_bytes
   std::string algo_spec;
   std::string socket_ifname;
   // CHORUS_TRANSPORT: "auto", a name, or an ordered list (TransportRegistry::

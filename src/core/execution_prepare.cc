@@ -48,6 +48,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
   for (const BoundSchedule& bound : schedules) total += bound.schedule->steps.size();
   s_.states.resize(total);
   size_t base = 0;
+  size_t max_chunk = 0;
   if (options_.memory != nullptr && options_.memory->size() != schedules.size()) {
     return InternalError("executor: ", options_.memory->size(), " memory registrations for ", schedules.size(),
                          " schedules");
@@ -67,9 +68,22 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       state.chunk = chunk;
       CHORUS_RETURN_IF_ERROR(ChooseEngine(schedule, i, &state));
       state.call_kind = CallKindOf(bound);
+      const bool network = step.bytes > 0 && IsNetworkStep(step.kind);
+      PeerChannel* channel = nullptr;
+      if (network) {
+        if (step.peer < 0 || step.peer == rank_) {
+          return InternalError("schedule '", schedule.algorithm, "' step ", i, " has bad peer ", step.peer);
+        }
+        CHORUS_RETURN_IF_ERROR(ChannelTo(step.peer, &channel));
+        state.staged = !Contains(channel->memory_kinds, state.kind);
+        if (!IsCpuAccessible(state.call_kind) && Contains(channel->memory_kinds, state.call_kind) &&
+            options_.device_chunk_bytes > 0) {
+          state.chunk = std::max(element, options_.device_chunk_bytes / element * element);
+        }
+      }
       // A zero-byte step still orders its dependants after its dependencies:
       // it becomes one empty local chunk, never sent.
-      state.nchunks = step.bytes == 0 ? 1 : (step.bytes + chunk - 1) / chunk;
+      state.nchunks = step.bytes == 0 ? 1 : (step.bytes + state.chunk - 1) / state.chunk;
       state.finished = s_.finished.size();
       s_.finished.resize(state.finished + state.nchunks, 0);
       state.deps = s_.deps.size();
@@ -79,33 +93,29 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
         s_.deps.push_back(static_cast<uint32_t>(base + dep));
       }
       ++remaining_;
-      if (step.bytes == 0 || !IsNetworkStep(step.kind)) {
+      if (!network) {
         s_.local_steps.push_back(static_cast<uint32_t>(base + i));
         continue;
       }
-      if (step.peer < 0 || step.peer == rank_) {
-        return InternalError("schedule '", schedule.algorithm, "' step ", i, " has bad peer ", step.peer);
-      }
-      PeerChannel* channel = nullptr;
-      CHORUS_RETURN_IF_ERROR(ChannelTo(step.peer, &channel));
-      state.staged = !Contains(channel->memory_kinds, state.kind);
+      bool staging = state.staged;
       if (step.kind == StepKind::kSend) {
         channel->send_steps.push_back(static_cast<uint32_t>(base + i));
-        channel->send_needs_staging |= state.staged;
+        channel->send_needs_staging |= staging;
       } else {
         channel->recv_steps.push_back(static_cast<uint32_t>(base + i));
         const bool combined = step.kind == StepKind::kRecvReduce && channel->combines && !state.staged;
-        channel->recv_needs_staging |= state.staged || (step.kind == StepKind::kRecvReduce && !combined);
+        staging |= step.kind == StepKind::kRecvReduce && !combined;
+        channel->recv_needs_staging |= staging;
       }
+      if (staging) max_chunk = std::max(max_chunk, state.chunk);
     }
     base += schedule.steps.size();
   }
   FindPacedReaders();
 
-  // Host staging: one chunk per in-flight slot of each direction that needs it.
+  // Host staging: one chunk per in-flight slot of each direction that needs
+  // it, of the largest chunk of a step that goes through staging.
   const size_t slots = static_cast<size_t>(std::max(1, options_.max_inflight_per_peer));
-  size_t max_chunk = 0;
-  for (const StepState& state : s_.states) max_chunk = std::max(max_chunk, state.chunk);
   size_t staging_channels = 0;
   for (PeerChannel* channel = channels_begin(); channel != channels_end(); ++channel) {
     staging_channels += (channel->recv_needs_staging ? 1 : 0) + (channel->send_needs_staging ? 1 : 0);

@@ -65,6 +65,11 @@ class ExecutorContext {
 
 struct ExecutorOptions {
   size_t chunk_bytes = 512 * 1024;
+  // Chunks of a device call's messages to a peer whose endpoint moves the
+  // call's device memory itself (CUDA IPC): each is one synchronous GPU copy
+  // or reduce, whose fixed cost is microseconds, so they are larger. Decided
+  // per peer from the call's kind, alike on both sides. 0: chunk_bytes.
+  size_t device_chunk_bytes = 0;
   int max_inflight_per_peer = 8;  // chunks in flight per peer and direction
   // How far (in chunks) a paced receive (schedule.h rule 5) may run ahead
   // of the steps that consume it; 0 turns pacing off.

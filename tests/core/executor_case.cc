@@ -214,7 +214,7 @@ std::string DescribeExecutorCase(const ExecutorCase& c) {
   out << CollectiveName(c.coll) << "/" << AlgorithmName(c.algo) << " nranks=" << c.nranks << " count=" << c.count
       << " chunk=" << c.chunk_bytes << (c.in_place ? " in-place " : " out-of-place ") << DataTypeName(c.dtype)
       << " root=" << c.root << " inflight=" << c.max_inflight_per_peer << " pace=" << c.pace_chunks
-      << " segment=" << c.segment_bytes
+      << " segment=" << c.segment_bytes << " device_chunk=" << c.device_chunk_bytes
       << " transport=" << CaseTransportName(c.transport);
   return out.str();
 }
@@ -338,6 +338,7 @@ std::string RunExecutorCase(const ExecutorCase& c, std::vector<FakeDeviceEngine:
       options.engines = &s.engines;
     }
     options.chunk_bytes = c.chunk_bytes;
+    options.device_chunk_bytes = c.device_chunk_bytes;
     options.max_inflight_per_peer = c.max_inflight_per_peer;
     options.pace_chunks = c.pace_chunks;
     options.staging = &staging;

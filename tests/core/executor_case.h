@@ -35,6 +35,7 @@ struct ExecutorCase {
   int nranks = 1;
   size_t count = 0;
   size_t chunk_bytes = 4096;
+  size_t device_chunk_bytes = 0;  // ExecutorOptions::device_chunk_bytes
   bool in_place = false;
   DataType dtype = chorusInt32;  // chorusInt32 or chorusFloat64, reduced with Sum
   int root = 0;

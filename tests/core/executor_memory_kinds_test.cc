@@ -90,6 +90,12 @@ std::vector<ExecutorCase> DeviceCases() {
           for (MemoryKind scratch : {MemoryKind::kHost, MemoryKind::kFakeDevice}) {
             const bool in_place = (nranks + static_cast<int>(scratch)) % 2 == 0;
             cases.push_back(DeviceCase(coll, algo, nranks, 3001, 1024, in_place, transport, scratch));
+            // Device messages over CUDA IPC in larger chunks than the
+            // rest (host scratch, local steps).
+            if (transport == CaseTransport::kCudaIpc) {
+              cases.push_back(DeviceCase(coll, algo, nranks, 3001, 1024, in_place, transport, scratch));
+              cases.back().device_chunk_bytes = 3072;
+            }
           }
         }
       }
@@ -102,7 +108,7 @@ std::string DeviceCaseName(const ::testing::TestParamInfo<ExecutorCase>& info) {
   const ExecutorCase& c = info.param;
   return std::string(CollectiveName(c.coll)) + "_" + AlgorithmName(c.algo) + "_n" + std::to_string(c.nranks) +
          (c.in_place ? "_inplace_" : "_outofplace_") + CaseTransportName(c.transport) + "_scratch_" +
-         MemoryKindName(c.scratch_memory);
+         MemoryKindName(c.scratch_memory) + (c.device_chunk_bytes > 0 ? "_devicechunk" : "");
 }
 
 class DeviceMemoryCollectiveTest : public ::testing::TestWithParam<ExecutorCase> {};
