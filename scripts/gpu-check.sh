@@ -4,9 +4,12 @@
 #   1. the device tests: cuda_kernels_test (GPU kernels and the CUDA engine
 #      against the CPU kernels), linked_stream_test (chorusStreamFromCuda on a
 #      real CUDA stream too), workspace_test (page-locked staging),
-#      user_buffer_kinds_test, streams_test, perf_cli_test, nccl_abi_test;
+#      user_buffer_kinds_test, streams_test, perf_cli_test, nccl_abi_test, and
+#      the CUDA IPC transport's tests (run on the fake device everywhere);
 #   2. all_reduce_perf -G 1 (device buffers, every result checked) with 2 and
-#      4 ranks as threads and as processes;
+#      4 ranks as threads and as processes (processes of one GPU exchange
+#      device buffers over CUDA IPC; 2 processes once more with
+#      CHORUS_TRANSPORT=shm, staged through host memory, for comparison);
 #   3. the kernel benchmark (perf/kernels/cuda_reduce_benchmark: reduction
 #      kernels against the device's copy bandwidth, target 0.85).
 # Logs and a summary go to ${OUT:-build-gpu/gpu-check}. Exits non-zero when a
@@ -70,7 +73,8 @@ note "PASS build"
 
 if [[ $tests == true ]]; then
   for t in kernels/cuda_kernels_test core/linked_stream_test core/workspace_test core/user_buffer_kinds_test \
-           api/streams_test perf/perf_cli_test nccl/nccl_abi_test; do
+           api/streams_test perf/perf_cli_test nccl/nccl_abi_test core/cuda_ipc_transport_test \
+           core/cuda_ipc_comm_test core/executor_memory_kinds_test; do
     if [[ -x $build/tests/$t ]]; then
       step "$(basename "$t")" timeout 600 "$build/tests/$t"
       grep -h 'SKIPPED\|Skipped' "$out/$(basename "$t").log" | head -3 | sed 's/^/  /' | tee -a "$summary"
@@ -87,26 +91,30 @@ for ranks in 2 4; do
   step "all_reduce_threads_$ranks" timeout 300 "$build/perf/all_reduce_perf" -t $ranks $sweep
 done
 # Ranks as processes through the launcher variables (WORLD_SIZE, RANK, ...).
-processes() {
-  local n=$1 port=$((29500 + RANDOM % 1000)) pids=() rc=0
+processes() {  # processes N [NAME]: N ranks, logs under NAME (default processes_N)
+  local n=$1 name=${2:-processes_$1} port=$((29500 + RANDOM % 1000)) pids=() rc=0
   local secret
   secret=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
   for ((r = 0; r < n; r++)); do
     WORLD_SIZE=$n RANK=$r LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port CHORUS_SECRET=$secret \
-      timeout 300 "$build/perf/all_reduce_perf" $sweep > "$out/processes_${n}_rank$r.txt" 2>&1 &
+      timeout 300 "$build/perf/all_reduce_perf" $sweep > "$out/${name}_rank$r.txt" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
-  cat "$out/processes_${n}_rank0.txt"
+  cat "$out/${name}_rank0.txt"
   return $rc
 }
 for ranks in 2 4; do
   step "all_reduce_processes_$ranks" processes $ranks
 done
+staged_processes() (export CHORUS_TRANSPORT=shm; processes 2 processes_2_shm)
+step all_reduce_processes_2_shm staged_processes
 step cuda_reduce_benchmark timeout 300 "$build/perf/kernels/cuda_reduce_benchmark" -b 256M -n 20
 tail -3 "$out/cuda_reduce_benchmark.log" | sed 's/^/  /' | tee -a "$summary"
 for f in "$out"/all_reduce_*.log; do
   grep -h 'Avg bus bandwidth\|Out of bounds' "$f" | sed "s|^|  $(basename "$f" .log): |" | tee -a "$summary"
+  # The 64 MiB row: the CUDA IPC target is 2 processes' allreduce at 70 % of the copy bandwidth above.
+  grep -h '^ *67108864 ' "$f" | head -1 | sed "s|^|  $(basename "$f" .log) 64M: |" | tee -a "$summary"
 done
 note "# done: $([[ $failed == 0 ]] && echo 'all passed' || echo 'some failed')"
 exit $failed
