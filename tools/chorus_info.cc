@@ -68,8 +68,8 @@ void PrintDeviceMemory() {
   chorusStream_t stream = nullptr;
   if (chorusStreamFromCuda(&stream, nullptr) == chorusSuccess) {
     chorusStreamDestroy(stream);
-    std::printf("  CUDA: built with CUDA; a device is present: device buffers, chorusStreamFromCuda and\n"
-                "  page-locked staging are in use\n");
+    std::printf("  CUDA: built with CUDA; a device is present: device buffers, chorusStreamFromCuda,\n"
+                "  page-locked staging and the cuda_ipc transport (same-host peers, CHORUS_TRANSPORT=auto) are in use\n");
   } else {
     std::printf("  CUDA: built with CUDA, but %s\n", chorusGetLastError(nullptr));
   }

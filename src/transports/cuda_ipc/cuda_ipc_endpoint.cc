@@ -113,10 +113,9 @@ Status CudaIpcEndpoint::PostSend(TransferRequest* request) {
     status = carrier_->PostSend(&op->data_request);
     ++counts_.inline_sends;
   }
-  if (!status.ok()) {
-    send_free_.push_back(op);
-    return status;
-  }
+  // A failed post leaves the transport broken (the caller shuts it down);
+  // the op stays out of the free list, since the carrier may hold part of it.
+  if (!status.ok()) return status;
   op->checked = std::chrono::steady_clock::now();
   sends_.push_back(op);
   return Status::Ok();
