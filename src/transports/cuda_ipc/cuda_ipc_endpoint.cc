@@ -57,29 +57,9 @@ void CudaIpcEndpoint::Shutdown() {
   mappings_.clear();
 }
 
-CudaIpcEndpoint::SendOp* CudaIpcEndpoint::TakeSendOp() {
-  if (send_free_.empty()) {
-    send_pool_.push_back(std::make_unique<SendOp>());
-    return send_pool_.back().get();
-  }
-  SendOp* op = send_free_.back();
-  send_free_.pop_back();
-  return op;
-}
-
-CudaIpcEndpoint::RecvOp* CudaIpcEndpoint::TakeRecvOp() {
-  if (recv_free_.empty()) {
-    recv_pool_.push_back(std::make_unique<RecvOp>());
-    return recv_pool_.back().get();
-  }
-  RecvOp* op = recv_free_.back();
-  recv_free_.pop_back();
-  return op;
-}
-
 Status CudaIpcEndpoint::PostSend(TransferRequest* request) {
   if (!DeviceCall(*request)) return carrier_->PostSend(request);
-  SendOp* op = TakeSendOp();
+  SendOp* op = send_ops_.Take();
   op->user = request;
   op->descriptor = PullDescriptor();
   op->descriptor.bytes = request->bytes;
@@ -131,7 +111,7 @@ Status CudaIpcEndpoint::PostRecv(TransferRequest* request) {
   // A host call's receive goes to the carrier at once unless a device
   // call's receive ahead of it has not yet posted what it receives.
   if (!device && receives_.empty()) return carrier_->PostRecv(request);
-  RecvOp* op = TakeRecvOp();
+  RecvOp* op = recv_ops_.Take();
   op->user = request;
   op->passthrough = !device;
   op->descriptor_posted = false;
@@ -152,7 +132,7 @@ Status CudaIpcEndpoint::Progress() {
     }
     CHORUS_RETURN_IF_ERROR(FinishLanded(op));
     landing_.erase(landing_.begin() + static_cast<std::ptrdiff_t>(i));
-    recv_free_.push_back(op);
+    recv_ops_.Give(op);
   }
   return CheckSends();
 }
@@ -181,7 +161,7 @@ Status CudaIpcEndpoint::PumpReceives() {
       }
     }
     receives_.pop_front();
-    recv_free_.push_back(op);
+    recv_ops_.Give(op);
   }
   return Status::Ok();
 }
@@ -323,7 +303,7 @@ Status CudaIpcEndpoint::CheckSends() {
     }
     op->user->done = true;
     sends_.erase(sends_.begin() + static_cast<std::ptrdiff_t>(i));
-    send_free_.push_back(op);
+    send_ops_.Give(op);
   }
   return Status::Ok();
 }

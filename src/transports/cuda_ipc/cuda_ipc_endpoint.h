@@ -75,8 +75,6 @@ class CudaIpcEndpoint final : public Endpoint {
   Status PeerSource(const PullDescriptor& descriptor, const uint8_t** source);
   Status StageForInline(SendOp* op);
 
-  SendOp* TakeSendOp();
-  RecvOp* TakeRecvOp();
 
   Peer peer_;
   Endpoint* carrier_;
@@ -89,10 +87,26 @@ class CudaIpcEndpoint final : public Endpoint {
   std::deque<RecvOp*> receives_;  // posted, descriptor not yet acted on
   std::deque<RecvOp*> landing_;   // inline bytes posted on the carrier
   // Every op ever made (a warm call allocates none), and the idle ones.
-  std::vector<std::unique_ptr<SendOp>> send_pool_;
-  std::vector<std::unique_ptr<RecvOp>> recv_pool_;
-  std::vector<SendOp*> send_free_;
-  std::vector<RecvOp*> recv_free_;
+  template <typename Op>
+  class Pool {
+   public:
+    Op* Take() {
+      if (idle_.empty()) {
+        all_.push_back(std::make_unique<Op>());
+        return all_.back().get();
+      }
+      Op* op = idle_.back();
+      idle_.pop_back();
+      return op;
+    }
+    void Give(Op* op) { idle_.push_back(op); }
+
+   private:
+    std::vector<std::unique_ptr<Op>> all_;
+    std::vector<Op*> idle_;
+  };
+  Pool<SendOp> send_ops_;
+  Pool<RecvOp> recv_ops_;
 
   struct Mapping {
     uint64_t allocation_id = 0;
