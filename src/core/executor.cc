@@ -156,15 +156,22 @@ Status Execution::PostTransfers(PeerChannel& channel, bool sending, bool* progre
         // transport holds the payload.
         const Schedule& schedule = *state.bound->schedule;
         const uint8_t* src = Resolve(*state.bound, step.src) + state.ChunkBegin(c);
-        slot.target = {dst, src, std::max<size_t>(1, schedule.element_size), schedule.dtype, schedule.op};
-        slot.combiner = ReceiveCombiner();
-        slot.combiner.context = &slot.target;
+        ReduceTarget& target = slot.target;
+        target.dst = dst;
+        target.src = src;
+        target.element_size = std::max<size_t>(1, schedule.element_size);
+        target.dtype = schedule.dtype;
+        target.op = schedule.op;
+        slot.combiner.context = &target;
         if (state.cpu_operands) {
+          target.engine = nullptr;
           slot.combiner.fn = ReduceIncoming;
+          slot.combiner.readable = kCpuAccessibleKinds;
         } else {
-          slot.target.engine = state.engine;
+          target.engine = state.engine;
+          target.failure = Status::Ok();
           slot.combiner.fn = ReduceIncomingOnEngine;
-          slot.combiner.readable |= KindBit(state.kind);
+          slot.combiner.readable = kCpuAccessibleKinds | KindBit(state.kind);
         }
         slot.request.combine = &slot.combiner;
       } else if (step.kind == StepKind::kRecvReduce || state.staged) {
@@ -194,7 +201,9 @@ Status Execution::ReapTransfers(PeerChannel& channel, bool* progressed) {
     StepState& state = s_.states[slot.state];
     const Step& step = *state.step;
     const size_t offset = state.ChunkBegin(slot.chunk);
-    if (slot.request.combine != nullptr && !slot.target.failure.ok()) return slot.target.failure;
+    if (slot.request.combine != nullptr && slot.target.engine != nullptr && !slot.target.failure.ok()) {
+      return slot.target.failure;
+    }
     if (step.kind == StepKind::kRecvReduce && slot.request.combine == nullptr) {
       const Schedule& schedule = *state.bound->schedule;
       CHORUS_RETURN_IF_ERROR(state.engine->Reduce(Resolve(*state.bound, step.dst) + offset,
