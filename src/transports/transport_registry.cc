@@ -115,7 +115,7 @@ std::vector<int> ChooseTransports(const std::vector<const TransportDescriptor*>&
   for (size_t peer = 0; peer < peers.size(); ++peer) {
     if (static_cast<int>(peer) == self_rank) continue;
     for (size_t i = 0; i < order.size(); ++i) {
-      if (Reaches(*order[i], peers[self_rank], peers[peer])) {
+      if (!order[i]->overlay && Reaches(*order[i], peers[self_rank], peers[peer])) {
         choice[peer] = static_cast<int>(i);
         break;
       }
@@ -182,7 +182,9 @@ Status CheckEveryPairReachable(const std::vector<const TransportDescriptor*>& or
         }
       }
       bool reached = false;
-      for (const TransportDescriptor* descriptor : order) reached = reached || Reaches(*descriptor, peers[ra], peers[rb]);
+      for (const TransportDescriptor* descriptor : order) {
+        reached = reached || (!descriptor->overlay && Reaches(*descriptor, peers[ra], peers[rb]));
+      }
       if (reached) continue;
       std::string tried;
       for (const TransportDescriptor* descriptor : order) tried += StrCat(tried.empty() ? "" : ", ", descriptor->name);

@@ -132,11 +132,12 @@ class TransportRegistry {
 const TransportRegistry& BuiltinTransports();
 
 // For every rank of `peers`, the index in `order` of the first transport
-// that reaches it from `self_rank` (-1: none; own rank: -1).
+// that reaches it from `self_rank` (-1: none; own rank: -1). Overlays are
+// never routes: they ride on the transport chosen here.
 std::vector<int> ChooseTransports(const std::vector<const TransportDescriptor*>& order,
                                   const std::vector<PeerPublication>& peers, int self_rank);
 
-// Every pair of ranks has a transport in `order` (every rank checks the
+// Every pair of ranks has a transport in `order` that is not an overlay (every rank checks the
 // whole table, so that all fail alike instead of some waiting for the
 // others at their deadline). The error names the first pair, both hosts
 // and the transports tried.

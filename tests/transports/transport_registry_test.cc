@@ -16,7 +16,7 @@ namespace chorus {
 namespace {
 
 // The built-in transports, as CHORUS_TRANSPORT's errors name them.
-const std::string kKnownNames = std::string("shm, tcp") + (CHORUS_HAVE_UCX ? ", ucx" : "") +
+const std::string kKnownNames = std::string("shm, tcp, cuda_ipc") + (CHORUS_HAVE_UCX ? ", ucx" : "") +
                                 (CHORUS_HAVE_IBVERBS ? ", ibverbs (or ib)" : "");
 
 // A rank on `host` publishing an address for each of `transports`.
@@ -63,8 +63,10 @@ TEST(TransportRegistryTest, OnlyTcpWithoutAnInterfaceAsksForIoDevices) {
 }
 
 TEST(TransportRegistryTest, AutoOrdersByPreference) {
-  // ucx (when built) is explicit_only: named, never part of auto.
-  EXPECT_EQ(Names(Parse("auto")), (std::vector<std::string>{"shm", "tcp"}));
+  // ucx (when built) is explicit_only: named, never part of auto. cuda_ipc
+  // is an overlay: in auto, created only where a GPU is present.
+  EXPECT_EQ(Names(Parse("auto")), (std::vector<std::string>{"cuda_ipc", "shm", "tcp"}));
+  EXPECT_TRUE(BuiltinTransports().Find("cuda_ipc")->overlay);
 }
 
 TEST(TransportRegistryTest, AutoLeavesExplicitOnlyTransportsOut) {
@@ -107,15 +109,20 @@ TEST(TransportRegistryTest, BadSelectionsNameTheKnownTransports) {
 TEST(TransportRegistryTest, AutoPicksSharedMemoryOnTheSameHostAndTcpElsewhere) {
   // Ranks 0 and 1 on host A, rank 2 on host B, rank 3 on A without shm
   // (its segment did not fit).
-  const std::vector<PeerPublication> peers = {Rank("A", {"shm", "tcp"}), Rank("A", {"shm", "tcp"}),
-                                              Rank("B", {"shm", "tcp"}), Rank("A", {"tcp"})};
+  // Ranks 0 and 1 also have a GPU (cuda_ipc): an overlay is never a route.
+  const std::vector<PeerPublication> peers = {Rank("A", {"cuda_ipc", "shm", "tcp"}),
+                                              Rank("A", {"cuda_ipc", "shm", "tcp"}), Rank("B", {"shm", "tcp"}),
+                                              Rank("A", {"tcp"})};
   const std::vector<const TransportDescriptor*> order = Parse("auto");
-  // Index into order: 0 = shm, 1 = tcp, -1 = self.
-  EXPECT_EQ(ChooseTransports(order, peers, 0), (std::vector<int>{-1, 0, 1, 1}));
-  EXPECT_EQ(ChooseTransports(order, peers, 1), (std::vector<int>{0, -1, 1, 1}));
-  EXPECT_EQ(ChooseTransports(order, peers, 2), (std::vector<int>{1, 1, -1, 1}));
-  EXPECT_EQ(ChooseTransports(order, peers, 3), (std::vector<int>{1, 1, 1, -1}));
+  // Index into order: 0 = cuda_ipc, 1 = shm, 2 = tcp, -1 = self.
+  EXPECT_EQ(ChooseTransports(order, peers, 0), (std::vector<int>{-1, 1, 2, 2}));
+  EXPECT_EQ(ChooseTransports(order, peers, 1), (std::vector<int>{1, -1, 2, 2}));
+  EXPECT_EQ(ChooseTransports(order, peers, 2), (std::vector<int>{2, 2, -1, 2}));
+  EXPECT_EQ(ChooseTransports(order, peers, 3), (std::vector<int>{2, 2, 2, -1}));
   EXPECT_TRUE(CheckEveryPairReachable(order, peers, "auto").ok());
+  // Only an overlay published between two ranks reaches neither.
+  const std::vector<PeerPublication> overlaid = {Rank("A", {"cuda_ipc"}), Rank("A", {"cuda_ipc"})};
+  EXPECT_FALSE(CheckEveryPairReachable(Parse("auto"), overlaid, "auto").ok());
 }
 
 TEST(TransportRegistryTest, AListTakesTheFirstThatReachesEachPeer) {
