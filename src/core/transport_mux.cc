@@ -1,6 +1,7 @@
 #include "core/transport_mux.h"
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 namespace chorus {
@@ -87,8 +88,13 @@ Status TransportMux::Progress(int timeout_ms) {
     CHORUS_RETURN_IF_ERROR(transport->Progress(0));
     in_flight |= transport->InFlight();
   }
-  // An overlay waits for something no carrier signals: the caller polls.
-  if (timeout_ms == 0 || active_.empty() || in_flight) return Status::Ok();
+  if (timeout_ms == 0 || active_.empty()) return Status::Ok();
+  if (in_flight) {
+    // An overlay waits for something no carrier signals: the caller polls,
+    // leaving the core to the peer it waits for where ranks share cores.
+    if (capabilities_.shares_cores) std::this_thread::yield();
+    return Status::Ok();
+  }
   // Several transports and nothing to do: wait in the first (the fastest)
   // for a short slice so that the others are polled every millisecond.
   CHORUS_RETURN_IF_ERROR(active_[0]->Progress(1));

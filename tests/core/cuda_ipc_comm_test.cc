@@ -108,7 +108,7 @@ std::vector<int32_t> Get(const Rank& self, size_t offset, size_t count) {
 // AllReduce, AllGather and a send/receive ring on device buffers: exact
 // results, and over the overlay not one byte copied between device and host.
 void ExpectDeviceCalls(int nranks, const std::string& selection, bool staged) {
-  constexpr size_t kCount = 20000;
+  constexpr size_t kCount = 6000;
   RunRanks(nranks, selection, [&](Rank& self) {
     const std::vector<int32_t> in = Input(self.rank, kCount);
     self.device->Upload(0, in.data(), in.size() * sizeof(int32_t));
@@ -121,7 +121,7 @@ void ExpectDeviceCalls(int nranks, const std::string& selection, bool staged) {
       for (int r = 0; r < nranks; ++r) want += Input(r, kCount)[i];
       ASSERT_EQ(sum[i], want) << "rank " << self.rank << " element " << i;
     }
-    constexpr size_t kBlock = 5000;
+    constexpr size_t kBlock = 1500;
     ASSERT_EQ(chorusAllGather(device, device + kRecvAt, kBlock, chorusInt32, self.comm, nullptr), chorusSuccess);
     std::vector<int32_t> gathered = Get(self, kRecvAt, kBlock * nranks);
     for (int r = 0; r < nranks; ++r) {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "transports/shm/shm_names.h"
+#include "transports/shm/shm_tsan.h"  // CHORUS_SHM_TSAN, __tsan_acquire/release
 #include "transports/socket/socket.h"  // FillRandom
 
 namespace chorus {
@@ -85,11 +86,34 @@ Status PullAcks::AwaitMapped(int peers, Deadline deadline) {
   return Status::Ok();
 }
 
+// ThreadSanitizer pairs release and acquire by address, and the two sides of
+// a counter see it through different mappings (ranks that are threads of
+// one process): as for shm's rings (shm/shm_tsan.h), both name it by what
+// every mapping shares, the segment's MAC and the slot. Nothing without TSan.
+#ifdef CHORUS_SHM_TSAN
+namespace {
+void* TsanCell(const void* segment, int slot) {
+  alignas(8) static uint64_t cells[4096];
+  uint64_t key = 0;
+  std::memcpy(&key, static_cast<const uint8_t*>(segment) + offsetof(PullAcks::Header, mac), sizeof(key));
+  key = (key + static_cast<uint64_t>(slot)) * 0x9E3779B97F4A7C15ull;
+  return &cells[key >> (64 - 12)];
+}
+}  // namespace
+#endif
+
 uint64_t PullAcks::Finished(int peer) const {
-  return Slot(own_->data(), peer)->load(std::memory_order_acquire);
+  const uint64_t finished = Slot(own_->data(), peer)->load(std::memory_order_acquire);
+#ifdef CHORUS_SHM_TSAN
+  __tsan_acquire(TsanCell(own_->data(), peer));
+#endif
+  return finished;
 }
 
 void PullAcks::Acknowledge(int peer, uint64_t sequence) {
+#ifdef CHORUS_SHM_TSAN
+  __tsan_release(TsanCell(peers_[peer]->data(), rank_));
+#endif
   Slot(peers_[peer]->data(), rank_)->store(sequence, std::memory_order_release);
 }
 

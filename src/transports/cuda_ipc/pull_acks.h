@@ -43,8 +43,10 @@ class PullAcks {
   // are finished.
   void Acknowledge(int peer, uint64_t sequence);
 
- private:
+  // The segment's first cache line (pull_acks.cc).
   struct Header;
+
+ private:
   PullAcks(const uint8_t secret[16], int rank, int nranks);
   static size_t Bytes(int nranks);
   std::atomic<uint64_t>* Slot(void* segment, int rank) const;
