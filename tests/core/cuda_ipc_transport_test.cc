@@ -194,6 +194,31 @@ TEST(CudaIpcTransportTest, HostBytesOfADeviceCallGoInline) {
   EXPECT_EQ(pair.counts(1).pulls, 1u);
 }
 
+// Device memory the runtime cannot export crosses the carrier from a host
+// copy; a later send of host memory through the same (reused) send state
+// carries its own bytes, not that copy.
+TEST(CudaIpcTransportTest, UnexportableDeviceMemoryGoesInline) {
+  CudaIpcPair pair(false);
+  const std::vector<uint8_t> device_in = Pattern(2048, 11), host_in = Pattern(2048, 77);
+  pair.device(0).Upload(0, device_in.data(), device_in.size());
+  pair.gpu().refuse_exports = true;
+  TransferRequest send = Request(pair.device(0).data(), device_in.size(), 20, kDevice, kDevice);
+  TransferRequest recv = Request(pair.device(1).data(), device_in.size(), 20, kDevice, kDevice);
+  ASSERT_TRUE(pair.endpoint(0)->PostSend(&send).ok());
+  ASSERT_TRUE(pair.endpoint(1)->PostRecv(&recv).ok());
+  ASSERT_TRUE(pair.Drive({&send, &recv}).ok());
+  EXPECT_EQ(Download(pair.device(1), 0, device_in.size()), device_in);
+  EXPECT_EQ(pair.counts(0).inline_sends, 1u);
+  EXPECT_EQ(pair.counts(1).pulls, 0u);
+  TransferRequest send_host =
+      Request(const_cast<uint8_t*>(host_in.data()), host_in.size(), 21, MemoryKind::kHost, kDevice);
+  TransferRequest recv2 = Request(pair.device(1).data() + 4096, host_in.size(), 21, kDevice, kDevice);
+  ASSERT_TRUE(pair.endpoint(0)->PostSend(&send_host).ok());
+  ASSERT_TRUE(pair.endpoint(1)->PostRecv(&recv2).ok());
+  ASSERT_TRUE(pair.Drive({&send_host, &recv2}).ok());
+  EXPECT_EQ(Download(pair.device(1), 4096, host_in.size()), host_in);
+}
+
 // What a combiner is handed: the peer's device bytes where it reads device
 // memory (one call, the mapped address), host pieces where it does not.
 struct Seen {

@@ -21,6 +21,7 @@ size_t FakeGpu::IndexOf(const FakeDeviceMemory* memory) const {
 Status FakeDeviceIpc::Export(const void* pointer, ExportedBuffer* out) {
   FakeDeviceMemory* memory = gpu_->Find(pointer);
   if (memory == nullptr) return InvalidArgument("fake IPC: ", reinterpret_cast<uintptr_t>(pointer), " is not fake device memory");
+  if (gpu_->refuse_exports) return InvalidArgument("fake IPC: exports refused");
   ++gpu_->exports;
   *out = ExportedBuffer();
   const uint8_t* base = memory->data();

@@ -30,6 +30,8 @@ class FakeGpu {
   std::atomic<int> closes{0};
   std::atomic<int> exports{0};
   std::atomic<int> copies{0};
+  // Exports fail, as for memory the runtime cannot export (managed memory).
+  std::atomic<bool> refuse_exports{false};
 
  private:
   std::vector<FakeDeviceMemory*> memories_;

@@ -27,6 +27,7 @@ struct CudaIpcEndpoint::SendOp {
   TransferRequest descriptor_request;
   TransferRequest data_request;  // kInline
   std::vector<uint8_t> bounce;   // kInline of device memory that could not be exported
+  bool staged = false;           // this send's bytes are in `bounce`
   std::chrono::steady_clock::time_point checked;  // kPull: last liveness check
 };
 
@@ -61,6 +62,7 @@ Status CudaIpcEndpoint::PostSend(TransferRequest* request) {
   if (!DeviceCall(*request)) return carrier_->PostSend(request);
   SendOp* op = send_ops_.Take();
   op->user = request;
+  op->staged = false;
   op->descriptor = PullDescriptor();
   op->descriptor.bytes = request->bytes;
   const bool device_bytes = request->kind == ipc_->kind();
@@ -86,10 +88,10 @@ Status CudaIpcEndpoint::PostSend(TransferRequest* request) {
   if (status.ok()) status = carrier_->PostSend(&op->descriptor_request);
   if (status.ok() && op->descriptor.mode == PullMode::kInline) {
     op->data_request = TransferRequest();
-    op->data_request.buffer = op->bounce.empty() ? request->buffer : op->bounce.data();
+    op->data_request.buffer = op->staged ? op->bounce.data() : request->buffer;
     op->data_request.bytes = request->bytes;
     op->data_request.tag = request->tag;
-    op->data_request.memory = op->bounce.empty() ? request->memory : MemoryHandle();
+    op->data_request.memory = op->staged ? MemoryHandle() : request->memory;
     status = carrier_->PostSend(&op->data_request);
     ++counts_.inline_sends;
   }
@@ -102,6 +104,7 @@ Status CudaIpcEndpoint::PostSend(TransferRequest* request) {
 }
 
 Status CudaIpcEndpoint::StageForInline(SendOp* op) {
+  op->staged = true;
   op->bounce.resize(op->user->bytes);
   return ipc_->Copy(op->bounce.data(), op->user->buffer, op->user->bytes);
 }
