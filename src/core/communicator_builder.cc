@@ -235,8 +235,8 @@ Status CommunicatorBuilder::ConnectRoutes() {
 
 // Each overlay connects to the peers it reaches, over their routes'
 // endpoints, and takes their routes (both sides decide alike, from the same
-// publications). An overlay that reaches no peer stays unconnected and
-// unused.
+// publications). One that reaches no peer still connects (to nobody), so
+// that it releases what it made for peers (its segment's name).
 Status CommunicatorBuilder::ConnectOverlays(std::vector<int>* routes) {
   const std::vector<int> carried = *routes;  // a peer takes the first overlay that reaches it
   for (size_t t = 0; t < transports_.size(); ++t) {
@@ -255,7 +255,6 @@ Status CommunicatorBuilder::ConnectOverlays(std::vector<int>* routes) {
       addresses[r] = *peers_[r].AddressFor(kinds_[t]->name);
       overlaid.push_back(r);
     }
-    if (overlaid.empty()) continue;
     CHORUS_RETURN_IF_ERROR(transports_[t]->SetCarriers(carriers));
     CHORUS_RETURN_IF_ERROR(transports_[t]->Connect(addresses, deadline_)
                                .WithContext(StrCat("rank ", rank_, ": connecting over ", kinds_[t]->name)));
