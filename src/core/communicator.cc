@@ -287,7 +287,6 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   if (!binding_.empty()) {
     ExecutorOptions executor_options;
     executor_options.chunk_bytes = options_.chunk_bytes;
-  executor_options.device_chunk_bytes = options_.device_chunk_bytes;
     executor_options.device_chunk_bytes = options_.device_chunk_bytes;
     executor_options.staging = &staging_;
     executor_options.context = &executor_context_;
