@@ -16,4 +16,10 @@ namespace chorus {
 // where the process has no usable driver or device.
 Status CudaCheck(cudaError_t error, const std::string& what);
 
+// A CUDA driver function fetched through the runtime
+// (cudaGetDriverEntryPointByVersion, CUDA 12 ABI), so that libchorus.so
+// links no libcuda. Errors: CudaCheck's with "<what>: <symbol>", or
+// chorusSystemError "<what>: the CUDA driver has no <symbol>".
+Status CudaDriverEntry(const char* symbol, const std::string& what, void** entry);
+
 }  // namespace chorus

@@ -109,12 +109,7 @@ Status MakeCudaStreamLink(void* cuda_stream, int wait_ms, std::unique_ptr<Device
   if (error != cudaSuccess) return CudaCheck(error, "chorusStreamFromCuda");
   if (devices == 0) return Status(chorusSystemError, "chorusStreamFromCuda: no CUDA device");
   void* entry = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  error = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &entry, 12000, cudaEnableDefault, &found);
-  if (error != cudaSuccess) return CudaCheck(error, "chorusStreamFromCuda: cuStreamWaitValue32");
-  if (found != cudaDriverEntryPointSuccess || entry == nullptr) {
-    return Status(chorusSystemError, "chorusStreamFromCuda: the CUDA driver has no cuStreamWaitValue32");
-  }
+  CHORUS_RETURN_IF_ERROR(CudaDriverEntry("cuStreamWaitValue32", "chorusStreamFromCuda", &entry));
   const auto wait_value = reinterpret_cast<WaitValueFn>(entry);
   void* word = nullptr;
   error = cudaHostAlloc(&word, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable);

@@ -15,18 +15,6 @@ namespace {
 using PointerGetAttributeFn = CUresult (*)(void* data, CUpointer_attribute attribute, CUdeviceptr pointer);
 using MemGetAddressRangeFn = CUresult (*)(CUdeviceptr* base, size_t* size, CUdeviceptr pointer);
 
-// The driver's entry points, fetched through the runtime so that
-// libchorus.so links no libcuda.
-Status DriverEntry(const char* symbol, void** entry) {
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  CHORUS_RETURN_IF_ERROR(CudaCheck(cudaGetDriverEntryPointByVersion(symbol, entry, 12000, cudaEnableDefault, &found),
-                                   StrCat("CUDA IPC: ", symbol)));
-  if (found != cudaDriverEntryPointSuccess || *entry == nullptr) {
-    return Status(chorusSystemError, StrCat("CUDA IPC: the CUDA driver has no ", symbol));
-  }
-  return Status::Ok();
-}
-
 // Random per process, fixed once made: a constant, not mutable state.
 uint64_t ThisProcessToken() {
   static const uint64_t token = [] {
@@ -69,9 +57,9 @@ class CudaDeviceIpc final : public DeviceIpc {
   Status Init() {
     CHORUS_RETURN_IF_ERROR(CudaCheck(cudaGetDevice(&device_), "CUDA IPC: cudaGetDevice"));
     void* entry = nullptr;
-    CHORUS_RETURN_IF_ERROR(DriverEntry("cuPointerGetAttribute", &entry));
+    CHORUS_RETURN_IF_ERROR(CudaDriverEntry("cuPointerGetAttribute", "CUDA IPC", &entry));
     get_attribute_ = reinterpret_cast<PointerGetAttributeFn>(entry);
-    CHORUS_RETURN_IF_ERROR(DriverEntry("cuMemGetAddressRange", &entry));
+    CHORUS_RETURN_IF_ERROR(CudaDriverEntry("cuMemGetAddressRange", "CUDA IPC", &entry));
     address_range_ = reinterpret_cast<MemGetAddressRangeFn>(entry);
     return CudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "CUDA IPC: cudaStreamCreate");
   }
