@@ -58,6 +58,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
     const Schedule& schedule = *bound.schedule;
     size_t element = std::max<size_t>(1, schedule.element_size);
     size_t chunk = std::max(element, options_.chunk_bytes / element * element);
+    const MemoryKind call_kind = CallKindOf(bound);
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
       StepState& state = s_.states[base + i];
@@ -67,7 +68,7 @@ Status Execution::Prepare(const std::vector<BoundSchedule>& schedules) {
       state.memory = options_.memory != nullptr ? &(*options_.memory)[index] : nullptr;
       state.chunk = chunk;
       CHORUS_RETURN_IF_ERROR(ChooseEngine(schedule, i, &state));
-      state.call_kind = CallKindOf(bound);
+      state.call_kind = call_kind;
       const bool network = step.bytes > 0 && IsNetworkStep(step.kind);
       PeerChannel* channel = nullptr;
       if (network) {
