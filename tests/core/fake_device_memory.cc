@@ -40,21 +40,20 @@ void FakeDeviceMemory::Download(void* host, size_t offset, size_t bytes) const {
   if (bytes > 0) std::memcpy(host, backing_.data() + offset, bytes);
 }
 
-void* FakeDeviceEngine::Translate(const void* pointer) const {
-  if (memory_->Contains(pointer)) return memory_->Backing(pointer);
+FakeDeviceMemory* FakeDeviceEngine::Holder(const void* pointer) const {
+  if (memory_->Contains(pointer)) return memory_;
   for (FakeDeviceMemory* peer : peers_) {
-    if (peer->Contains(pointer)) return peer->Backing(pointer);
+    if (peer->Contains(pointer)) return peer;
   }
-  return const_cast<void*>(pointer);
+  return nullptr;
 }
 
-bool FakeDeviceEngine::OnDevice(const void* pointer) const {
-  if (memory_->Contains(pointer)) return true;
-  for (FakeDeviceMemory* peer : peers_) {
-    if (peer->Contains(pointer)) return true;
-  }
-  return false;
+void* FakeDeviceEngine::Translate(const void* pointer) const {
+  FakeDeviceMemory* holder = Holder(pointer);
+  return holder != nullptr ? holder->Backing(pointer) : const_cast<void*>(pointer);
 }
+
+bool FakeDeviceEngine::OnDevice(const void* pointer) const { return Holder(pointer) != nullptr; }
 
 Status FakeDeviceEngine::Copy(void* dst, const void* src, size_t bytes) {
   const bool to_device = OnDevice(dst), from_device = OnDevice(src);

@@ -72,6 +72,8 @@ class FakeDeviceEngine final : public LocalEngine {
   void AddPeerMemory(FakeDeviceMemory* peer) { peers_.push_back(peer); }
 
  private:
+  // The fake device (this engine's or a peer's) holding `pointer`, or null.
+  FakeDeviceMemory* Holder(const void* pointer) const;
   void* Translate(const void* pointer) const;
   bool OnDevice(const void* pointer) const;
 
