@@ -194,14 +194,18 @@ Status Communicator::ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t*
   CHORUS_RETURN_IF_ERROR(schedules_.Get(args, Algorithm::kDirect, &schedule));
   binding_.Begin();
   binding_.AddTagged(std::move(schedule), mine, all, kCallCheckTag | ++check_exchanges_);
+  return ExecuteSchedules(transport_.get(), rank_, binding_.bound(), ExecutorOptionsOfComm(), stop_,
+                          Deadline::AfterMs(options_.timeout_ms));
+}
+
+ExecutorOptions Communicator::ExecutorOptionsOfComm() {
   ExecutorOptions executor_options;
   executor_options.chunk_bytes = options_.chunk_bytes;
   executor_options.device_chunk_bytes = options_.device_chunk_bytes;
   executor_options.staging = &staging_;
   executor_options.context = &executor_context_;
   executor_options.close_notice = &close_notice_;
-  return ExecuteSchedules(transport_.get(), rank_, binding_.bound(), executor_options, stop_,
-                          Deadline::AfterMs(options_.timeout_ms));
+  return executor_options;
 }
 
 void Communicator::BuildSelection() {
@@ -285,13 +289,8 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   CHORUS_RETURN_IF_ERROR(binding_.AddPointToPoint(ops, nops));
 
   if (!binding_.empty()) {
-    ExecutorOptions executor_options;
-    executor_options.chunk_bytes = options_.chunk_bytes;
-    executor_options.device_chunk_bytes = options_.device_chunk_bytes;
-    executor_options.staging = &staging_;
-    executor_options.context = &executor_context_;
+    ExecutorOptions executor_options = ExecutorOptionsOfComm();
     executor_options.waiting = &waiting_;
-    executor_options.close_notice = &close_notice_;
     executor_options.engines = &engines();
     CHORUS_RETURN_IF_ERROR(binding_.RegisterBuffers(&executor_options));
     Status executed = ExecuteSchedules(transport_.get(), rank_, binding_.bound(), executor_options, stop_,

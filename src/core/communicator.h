@@ -191,6 +191,9 @@ class Communicator {
   // round where the communicator has the board, else a direct allgather on
   // a tag of its own.
   Status ShareCheckBytes(const uint8_t* mine, size_t bytes, uint8_t* all);
+  // What every launch of this communicator gives the executor: chunk sizes,
+  // the staging workspace, the reusable context and the close notice.
+  ExecutorOptions ExecutorOptionsOfComm();
   // (Re)builds the selection table from what is fixed after creation:
   // options, tuner model, hosts, board, shares_cores. The builder calls it
   // once connected and again after calibration.
