@@ -30,7 +30,6 @@ class CudaIpcEndpoint final : public Endpoint {
  public:
   struct Peer {
     int rank = -1;
-    int own_rank = -1;
     bool same_process = false;  // pointers are used as they are
     pid_t pid = 0;              // checked while an acknowledgement is late
   };

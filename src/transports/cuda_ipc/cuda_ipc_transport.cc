@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cinttypes>
 #include <cstdio>
 
 #include "transports/cuda_ipc/cuda_ipc_endpoint.h"
@@ -67,7 +66,6 @@ class CudaIpcTransport final : public Transport {
       }
       CudaIpcEndpoint::Peer info;
       info.rank = peer;
-      info.own_rank = options_.rank;
       uint64_t token = 0;
       std::string segment;
       CHORUS_RETURN_IF_ERROR(DecodeAddress(addresses[peer], &token, &info.pid, &segment));
