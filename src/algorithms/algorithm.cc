@@ -1,5 +1,6 @@
 #include "algorithms/algorithm.h"
 
+#include <bit>
 #include <cctype>
 #include <cstdint>
 #include <limits>
@@ -67,79 +68,55 @@ Status ValidateArgs(const CollectiveArgs& args) {
 
 using Builder = Status (*)(const CollectiveArgs&, Schedule*);
 
-// Every builder, by (algorithm, collective). The descriptors' collective
-// sets are the contract (Supports); the check below keeps this table and
-// them in step at compile time.
-struct BuilderEntry {
-  Algorithm algo;
+// Every algorithm's builders, indexed by the enum, from base/algorithms.def:
+// a row per collective its entry lists, empty rows after them.
+struct BuilderRow {
   Collective coll;
   Builder build;
 };
-constexpr BuilderEntry kBuilders[] = {
-    {Algorithm::kRing, Collective::kAllReduce, BuildRingAllReduce},
-    {Algorithm::kRing, Collective::kBroadcast, BuildRingBroadcast},
-    {Algorithm::kRing, Collective::kReduce, BuildRingReduce},
-    {Algorithm::kRing, Collective::kAllGather, BuildRingAllGather},
-    {Algorithm::kRing, Collective::kReduceScatter, BuildRingReduceScatter},
-    {Algorithm::kRing, Collective::kAllToAll, BuildRingAllToAll},
-    {Algorithm::kRing, Collective::kGather, BuildRingGather},
-    {Algorithm::kRing, Collective::kScatter, BuildRingScatter},
-    {Algorithm::kTree, Collective::kAllReduce, BuildTreeAllReduce},
-    {Algorithm::kTree, Collective::kBroadcast, BuildTreeBroadcast},
-    {Algorithm::kTree, Collective::kReduce, BuildTreeReduce},
-    {Algorithm::kParameterServer, Collective::kAllReduce, BuildParameterServerAllReduce},
-    {Algorithm::kParameterServer, Collective::kBroadcast, BuildParameterServerBroadcast},
-    {Algorithm::kParameterServer, Collective::kReduce, BuildParameterServerReduce},
-    {Algorithm::kShardedParameterServer, Collective::kAllReduce, BuildShardedParameterServerAllReduce},
-    {Algorithm::kHalvingDoubling, Collective::kAllReduce, BuildHalvingDoublingAllReduce},
-    {Algorithm::kDoubleBinaryTree, Collective::kAllReduce, BuildDoubleTreeAllReduce},
-    {Algorithm::kDoubleBinaryTree, Collective::kBroadcast, BuildDoubleTreeBroadcast},
-    {Algorithm::kDoubleBinaryTree, Collective::kReduce, BuildDoubleTreeReduce},
-    {Algorithm::kChain, Collective::kBroadcast, BuildChainBroadcast},
-    {Algorithm::kChain, Collective::kReduce, BuildChainReduce},
-    {Algorithm::kHierarchical, Collective::kAllReduce, BuildHierarchicalAllReduce},
-    {Algorithm::kHierarchicalSliced, Collective::kAllReduce, BuildHierarchicalSlicedAllReduce},
-    {Algorithm::kDirect, Collective::kAllReduce, BuildDirectAllReduce},
-    {Algorithm::kDirect, Collective::kReduceScatter, BuildDirectReduceScatter},
-    {Algorithm::kDirect, Collective::kAllGather, BuildDirectAllGather},
-    {Algorithm::kOneShot, Collective::kAllReduce, BuildOneShotAllReduce},
+struct AlgorithmBuilders {
+  Algorithm id;
+  BuilderRow rows[kCollectiveCount];
+};
+constexpr AlgorithmBuilders kBuilders[] = {
+    {Algorithm::kAuto, {}},
+#define CHORUS_BUILDER(coll, builder) BuilderRow{Collective::k##coll, builder},
+#define CHORUS_ALGORITHM(folder, id, name, description, single_host_only, ...) {Algorithm::k##id, {__VA_ARGS__}},
+#include "base/algorithms.def"
+#undef CHORUS_ALGORITHM
+#undef CHORUS_BUILDER
+};
+static_assert(RowsInEnumOrder(kBuilders), "one builder set per Algorithm value, in enum order");
+
+// How many builders each entry lists. The descriptor's collective set is
+// the same list as bits, so fewer bits than builders means a collective
+// listed twice.
+constexpr int kBuilderCounts[] = {
+    0,
+#define CHORUS_BUILDER(coll, builder) +1
+#define CHORUS_ALGORITHM(folder, id, name, description, single_host_only, ...) (0 __VA_ARGS__),
+#include "base/algorithms.def"
+#undef CHORUS_ALGORITHM
+#undef CHORUS_BUILDER
 };
 
-// The builder of (algo, coll), or nullptr.
-constexpr Builder FindBuilder(Algorithm algo, Collective coll) {
-  for (const BuilderEntry& entry : kBuilders) {
-    if (entry.algo == algo && entry.coll == coll) return entry.build;
-  }
-  return nullptr;
-}
-
-// How many rows of kBuilders serve (algo, coll). It reads only the keys:
-// whether a function's address is null is not a constant expression where
-// symbols may be interposed (the sanitizer builds).
-constexpr int BuilderRows(Algorithm algo, Collective coll) {
-  int rows = 0;
-  for (const BuilderEntry& entry : kBuilders) rows += entry.algo == algo && entry.coll == coll;
-  return rows;
-}
-
-// Exactly one builder for each collective a descriptor lists, none for the
-// others.
-constexpr bool BuildersMatchDescriptors() {
-  for (const BuilderEntry& entry : kBuilders) {
-    if (BuilderRows(entry.algo, entry.coll) != 1) return false;
-  }
-  for (const AlgorithmDescriptor& descriptor : kAlgorithmDescriptors) {
-    for (size_t c = 0; c < kCollectiveCount; ++c) {
-      const auto coll = static_cast<Collective>(c);
-      const bool listed = (descriptor.collectives & CollectiveBit(coll)) != 0;
-      if (listed != (BuilderRows(descriptor.id, coll) == 1)) return false;
-    }
+constexpr bool NoCollectiveListedTwice() {
+  for (size_t i = 0; i < kAlgorithmCount; ++i) {
+    if (std::popcount(kAlgorithmDescriptors[i].collectives) != kBuilderCounts[i]) return false;
   }
   return true;
 }
-static_assert(BuildersMatchDescriptors(),
-              "kBuilders must hold one builder for each collective of each descriptor "
-              "(base/algorithm_descriptor.h), and no other");
+static_assert(NoCollectiveListedTwice(), "an entry of base/algorithms.def lists a collective twice");
+
+// The builder of (algo, coll), or nullptr.
+Builder FindBuilder(Algorithm algo, Collective coll) {
+  const size_t index = static_cast<size_t>(algo);
+  if (index >= kAlgorithmCount) return nullptr;
+  for (int i = 0; i < kBuilderCounts[index]; ++i) {
+    if (kBuilders[index].rows[i].coll == coll) return kBuilders[index].rows[i].build;
+  }
+  return nullptr;
+}
 
 }  // namespace
 

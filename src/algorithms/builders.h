@@ -1,6 +1,6 @@
-// One schedule builder per (collective, algorithm), each in its own file under
-// the algorithm's folder (ring/, tree/, ps/, hd/, dbtree/, chain/, hier/,
-// direct/).
+// The schedule builders, one per (algorithm, collective), each in its own
+// file under the algorithm's folder; declared here from their entries in
+// base/algorithms.def.
 // BuildSchedule (algorithm.cc) validates the arguments and dispatches here,
 // so builders may assume 0 <= rank, root < nranks, count > 0, nranks > 1
 // where they say so, and a valid dtype.
@@ -12,40 +12,10 @@
 
 namespace chorus {
 
-Status BuildRingAllReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildRingBroadcast(const CollectiveArgs& args, Schedule* out);
-Status BuildRingReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildRingAllGather(const CollectiveArgs& args, Schedule* out);
-Status BuildRingReduceScatter(const CollectiveArgs& args, Schedule* out);
-Status BuildRingAllToAll(const CollectiveArgs& args, Schedule* out);
-Status BuildRingGather(const CollectiveArgs& args, Schedule* out);
-Status BuildRingScatter(const CollectiveArgs& args, Schedule* out);
-
-Status BuildTreeAllReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildTreeBroadcast(const CollectiveArgs& args, Schedule* out);
-Status BuildTreeReduce(const CollectiveArgs& args, Schedule* out);
-
-Status BuildParameterServerAllReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildParameterServerBroadcast(const CollectiveArgs& args, Schedule* out);
-Status BuildParameterServerReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildShardedParameterServerAllReduce(const CollectiveArgs& args, Schedule* out);
-
-Status BuildHalvingDoublingAllReduce(const CollectiveArgs& args, Schedule* out);
-
-Status BuildDoubleTreeAllReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildDoubleTreeBroadcast(const CollectiveArgs& args, Schedule* out);
-Status BuildDoubleTreeReduce(const CollectiveArgs& args, Schedule* out);
-
-Status BuildChainBroadcast(const CollectiveArgs& args, Schedule* out);
-Status BuildChainReduce(const CollectiveArgs& args, Schedule* out);
-
-// Use args.topology (hier/); see algorithms/topology.h.
-Status BuildHierarchicalAllReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildHierarchicalSlicedAllReduce(const CollectiveArgs& args, Schedule* out);
-
-Status BuildDirectAllReduce(const CollectiveArgs& args, Schedule* out);
-Status BuildDirectReduceScatter(const CollectiveArgs& args, Schedule* out);
-Status BuildDirectAllGather(const CollectiveArgs& args, Schedule* out);
-Status BuildOneShotAllReduce(const CollectiveArgs& args, Schedule* out);
+#define CHORUS_BUILDER(coll, builder) Status builder(const CollectiveArgs& args, Schedule* out);
+#define CHORUS_ALGORITHM(folder, id, name, description, single_host_only, ...) __VA_ARGS__
+#include "base/algorithms.def"
+#undef CHORUS_ALGORITHM
+#undef CHORUS_BUILDER
 
 }  // namespace chorus

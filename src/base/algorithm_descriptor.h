@@ -1,12 +1,10 @@
 // One descriptor per algorithm: its id, name, one-line description, the
-// collectives it serves and where the tuner may pick it. Everything that
-// names an algorithm reads this table: AlgorithmName, the CHORUS_ALGO parser
-// and its error message, the CHORUS_ALGO help (base/config.cc), chorus_info,
-// the tuner and the simulator. What needs the layers above registers by id
-// in a table of its own layer, indexed by the enum and checked complete at
-// compile time: the builders (algorithms/algorithm.cc) and the closed-form
-// costs (sim/cost_model.cc). Adding an algorithm: docs/algorithms.md,
-// "Adding an algorithm".
+// collectives it serves and where the tuner may pick it, expanded from its
+// entry in base/algorithms.def (which also gives the enum and, to the
+// algorithms layer, the builders). Everything that names an algorithm reads
+// this table: AlgorithmName, the CHORUS_ALGO parser and its error message,
+// the CHORUS_ALGO help (base/config.cc), chorus_info, the tuner and the
+// simulator. Adding an algorithm: docs/algorithms.md, "Adding an algorithm".
 #pragma once
 
 #include <cstddef>
@@ -18,20 +16,15 @@
 
 namespace chorus {
 
-// Values are stable (logged, cached, compared): append new ones at the end.
+// Values are stable (logged, cached, compared): the entries of
+// base/algorithms.def in order, after kAuto.
 enum class Algorithm : uint8_t {
   kAuto = 0,
-  kRing,
-  kTree,
-  kParameterServer,
-  kShardedParameterServer,
-  kHalvingDoubling,
-  kDoubleBinaryTree,
-  kChain,
-  kHierarchical,
-  kHierarchicalSliced,
-  kDirect,
-  kOneShot,
+#define CHORUS_BUILDER(coll, builder)
+#define CHORUS_ALGORITHM(folder, id, name, description, single_host_only, ...) k##id,
+#include "base/algorithms.def"
+#undef CHORUS_ALGORITHM
+#undef CHORUS_BUILDER
   kCount  // number of values (not an algorithm)
 };
 
@@ -43,10 +36,6 @@ static_assert(kCollectiveCount <= 16, "CollectiveSet holds one bit per collectiv
 
 constexpr CollectiveSet CollectiveBit(Collective coll) {
   return static_cast<CollectiveSet>(CollectiveSet{1} << static_cast<unsigned>(coll));
-}
-template <typename... Colls>
-constexpr CollectiveSet CollectiveSetOf(Colls... colls) {
-  return static_cast<CollectiveSet>((CollectiveSet{0} | ... | CollectiveBit(colls)));
 }
 constexpr CollectiveSet kEveryCollective = static_cast<CollectiveSet>((1u << kCollectiveCount) - 1);
 
@@ -61,31 +50,15 @@ struct AlgorithmDescriptor {
   bool single_host_only;
 };
 
-// In enum order (checked below).
+// In enum order (checked below); the collectives are those with a builder.
 inline constexpr AlgorithmDescriptor kAlgorithmDescriptors[] = {
     {Algorithm::kAuto, "auto", "nothing forced: the tuner (or the static size rule) picks per call", 0, false},
-    {Algorithm::kRing, "ring", "reduce-scatter then allgather around a ring; bandwidth-optimal", kEveryCollective,
-     false},
-    {Algorithm::kTree, "tree", "FireCaffe's binomial tree: reduce to the root, then broadcast; latency-optimal",
-     CollectiveSetOf(Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce), false},
-    {Algorithm::kParameterServer, "ps", "central parameter server: one server rank (the root) reduces everything",
-     CollectiveSetOf(Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce), false},
-    {Algorithm::kShardedParameterServer, "ps_sharded", "sharded parameter server (BytePS): k servers, each owns 1/k",
-     CollectiveSetOf(Collective::kAllReduce), false},
-    {Algorithm::kHalvingDoubling, "hd", "Rabenseifner's recursive halving-doubling",
-     CollectiveSetOf(Collective::kAllReduce), false},
-    {Algorithm::kDoubleBinaryTree, "dbtree", "NCCL's double binary tree: two complementary trees, half the data each",
-     CollectiveSetOf(Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce), false},
-    {Algorithm::kChain, "chain", "pipelined chain with explicit segments",
-     CollectiveSetOf(Collective::kBroadcast, Collective::kReduce), false},
-    {Algorithm::kHierarchical, "hier", "host-local trees, then a ring among the host leaders",
-     CollectiveSetOf(Collective::kAllReduce), false},
-    {Algorithm::kHierarchicalSliced, "hier_sliced", "host-local rings, then one ring per slice across hosts",
-     CollectiveSetOf(Collective::kAllReduce), false},
-    {Algorithm::kDirect, "direct", "every rank exchanges its slices with every peer itself; two rounds deep",
-     CollectiveSetOf(Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather), true},
-    {Algorithm::kOneShot, "oneshot", "one round: every rank sends its whole buffer to every peer; for tiny calls",
-     CollectiveSetOf(Collective::kAllReduce), false},
+#define CHORUS_BUILDER(coll, builder) | CollectiveBit(Collective::k##coll)
+#define CHORUS_ALGORITHM(folder, id, name, description, single_host_only, ...) \
+  {Algorithm::k##id, name, description, static_cast<CollectiveSet>(0 __VA_ARGS__), single_host_only},
+#include "base/algorithms.def"
+#undef CHORUS_ALGORITHM
+#undef CHORUS_BUILDER
 };
 
 // Checks a table indexed by the enum: row i describes Algorithm(i).

@@ -330,14 +330,14 @@ bool AllReduceOnly(const CollectiveArgs& call, double p, double n, const CostPar
   return true;
 }
 
-// The cost hook of every algorithm, indexed by the enum (the descriptors'
-// order, base/algorithm_descriptor.h); nullptr: no closed form.
+// The closed-form cost of each algorithm that has one. An algorithm without
+// a row (a new one, before its formula is written) is never the tuner's
+// pick; CHORUS_ALGO and the simulator's replay still run it.
 struct CostRow {
   Algorithm id;
   CostFunction cost;
 };
 constexpr CostRow kCostRows[] = {
-    {Algorithm::kAuto, nullptr},
     {Algorithm::kRing, PerCollective<RingTime>},
     {Algorithm::kTree, PerCollective<TreeTime>},
     {Algorithm::kParameterServer, ParameterServerCost},
@@ -350,7 +350,13 @@ constexpr CostRow kCostRows[] = {
     {Algorithm::kDirect, PerCollective<DirectTime>},
     {Algorithm::kOneShot, AllReduceOnly<OneShotTime>},
 };
-static_assert(RowsInEnumOrder(kCostRows), "one cost row per Algorithm value, in enum order");
+
+CostFunction CostOf(Algorithm algo) {
+  for (const CostRow& row : kCostRows) {
+    if (row.id == algo) return row.cost;
+  }
+  return nullptr;
+}
 
 // The time on the network alone (every formula above).
 bool NetworkTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c, double* seconds) {
@@ -360,8 +366,7 @@ bool NetworkTime(Algorithm algo, const CollectiveArgs& call, const CostParams& c
     *seconds = 0;
     return Supports(algo, call.coll);
   }
-  const size_t index = static_cast<size_t>(algo);
-  const CostFunction cost = index < kAlgorithmCount ? kCostRows[index].cost : nullptr;
+  const CostFunction cost = CostOf(algo);
   return cost != nullptr && cost(call, p, n, c, seconds);
 }
 

@@ -53,8 +53,8 @@ CostParams CostParamsFor(const ClusterModel& cluster, size_t chunk_bytes);
 // (folded_halving_doubling.h); dbtree is a fill per segment plus a steady
 // state, shaped on the replay; direct, hier and hier_sliced are built from the ring and tree
 // terms per link class (docs/algorithms.md). Each algorithm's formula is
-// its row in cost_model.cc's kCostRows, indexed by the enum (a missing row
-// fails to compile).
+// its row in cost_model.cc's kCostRows; an algorithm without one has no
+// formula (false).
 bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& params, double* seconds);
 
 // FireCaffe's central parameter server for an allreduce of n bytes over p

@@ -156,6 +156,34 @@ TEST(CostModelTest, EnumeratesConcreteAlgorithms) {
   for (Algorithm algo : AlgorithmsSupporting(Collective::kAllGather)) EXPECT_NE(algo, Algorithm::kAuto);
 }
 
+// An algorithm without a closed form is never the tuner's pick, so each
+// of these has one for every collective it serves, except the parameter
+// server's and the double binary tree's broadcast and reduce (their
+// formulas are the allreduce's; ring, tree and chain serve those).
+TEST(CostModelTest, TheBuiltInAlgorithmsHaveAClosedFormForWhatTheyServe) {
+  const Algorithm built_in[] = {Algorithm::kRing,     Algorithm::kTree,         Algorithm::kParameterServer,
+                                Algorithm::kShardedParameterServer,             Algorithm::kHalvingDoubling,
+                                Algorithm::kDoubleBinaryTree,                   Algorithm::kChain,
+                                Algorithm::kHierarchical, Algorithm::kHierarchicalSliced,
+                                Algorithm::kDirect,   Algorithm::kOneShot};
+  for (Algorithm algo : built_in) {
+    for (size_t c = 0; c < kCollectiveCount; ++c) {
+      const auto coll = static_cast<Collective>(c);
+      if (!Supports(algo, coll)) continue;
+      const bool allreduce_only = algo == Algorithm::kParameterServer || algo == Algorithm::kDoubleBinaryTree;
+      CollectiveArgs call = AllReduce(4, 4000);
+      call.coll = coll;
+      double t = 0;
+      if (allreduce_only && coll != Collective::kAllReduce) {
+        EXPECT_FALSE(AnalyticTime(algo, call, Params(), &t)) << AlgorithmName(algo) << " " << CollectiveName(coll);
+        continue;
+      }
+      EXPECT_TRUE(AnalyticTime(algo, call, Params(), &t)) << AlgorithmName(algo) << " " << CollectiveName(coll);
+      EXPECT_GT(t, 0.0) << AlgorithmName(algo) << " " << CollectiveName(coll);
+    }
+  }
+}
+
 TEST(CostModelTest, DirectAllReducePaysTwoLatenciesAndItsOverheads) {
   double t = 0;
   ASSERT_TRUE(AnalyticTime(Algorithm::kDirect, AllReduce(4, 4000), Params(), &t));
