@@ -30,14 +30,15 @@ void Usage() {
   std::printf(
       "usage: chorus_info [--topology | --variables-markdown]\n"
       "       chorus_info [--tune [--ranks P] [--hosts H] [--alpha-us A] [--bandwidth-GBps B] [--gamma-GBps G]\n"
-      "                   [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B] [--chunk BYTES]\n"
-      "                   [--shares-cores 1]]\n"
+      "                   [--cached-gamma-GBps G] [--overhead-us O] [--intra-alpha-us A] [--intra-bandwidth-GBps B]\n"
+      "                   [--chunk BYTES] [--shares-cores 1]]\n"
       "Prints the Chorus version, its environment variables and its algorithms; with --variables-markdown,\n"
       "the variables' table as Markdown (the one in docs/tuning.md); with --tune, the algorithm the tuner\n"
       "picks for each collective and size under that model, with every candidate's predicted time. The\n"
       "ranks sit on H hosts in contiguous blocks; alpha/bandwidth are the link class between hosts (within\n"
       "the host when H = 1), --intra-* the class within a host (default: the same), --overhead-us the cost\n"
-      "of each extra message in flight (default: alpha / 4). Then the communicator's selection table: per\n"
+      "of each extra message in flight (default: alpha / 4), --cached-gamma-GBps the reduction rate of calls\n"
+      "of up to 64 KiB (default: --gamma-GBps). Then the communicator's selection table: per\n"
       "collective, the size ranges and what runs there (on one host with the shared-memory board;\n"
       "--shares-cores 1: as when the ranks outnumber the CPUs). --topology prints this host's packages, NUMA\n"
       "nodes, cores, PUs, L3 caches, devices with their NUMA node and this process's binding (hwloc;\n"
@@ -104,6 +105,7 @@ int PrintTuneTable(int argc, char** argv) {
     else if (flag == "--alpha-us") model.alpha_s = value * 1e-6;
     else if (flag == "--bandwidth-GBps") model.beta_s_per_byte = 1 / (value * 1e9);
     else if (flag == "--gamma-GBps") model.gamma_s_per_byte = 1 / (value * 1e9);
+    else if (flag == "--cached-gamma-GBps") model.cached_gamma_s_per_byte = 1 / (value * 1e9);
     else if (flag == "--chunk") model.chunk_bytes = static_cast<size_t>(value);
     else if (flag == "--shares-cores") shares_cores = true;
     else {

@@ -64,6 +64,8 @@ class CommunicatorBuilder {
   // Fills the tuner's model from CHORUS_TUNE_FILE or a short measurement on
   // the new communicator (collective: every rank runs it).
   Status Calibrate();
+  // Local reduction time per byte: a += b over `bytes` of float32.
+  static double SecondsPerReducedByte(size_t bytes, int iterations);
   Status TimeAllReduce(size_t bytes, int iterations, double* seconds);
   // An in-place ring allreduce of the new communicator, for calibration.
   Operation InternalRingAllReduce(void* data, size_t count, DataType dtype, ReduceOp reduce) const;
@@ -289,6 +291,13 @@ Status CommunicatorBuilder::TimeAllReduce(size_t bytes, int iterations, double* 
   return Status::Ok();
 }
 
+double CommunicatorBuilder::SecondsPerReducedByte(size_t bytes, int iterations) {
+  std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) ReduceKernel(a.data(), a.data(), b.data(), a.size(), chorusFloat32, ReduceOp::kSum);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations / bytes;
+}
+
 Status CommunicatorBuilder::Calibrate() {
   TunerModel& tuner = comm_->tuner_;
   if (!options_.tune_file.empty()) {
@@ -299,25 +308,24 @@ Status CommunicatorBuilder::Calibrate() {
   }
   if (nranks_ == 1) return Status::Ok();
   // A small and a larger ring allreduce give alpha and beta of the links
-  // this communicator spans; a local reduction gives gamma. Times are
+  // this communicator spans; local reductions of a streamed and of a
+  // cache-resident size give gamma and the cached gamma. Times are
   // max-reduced so that every rank builds the same model and picks alike.
   // The large probe must outlast a link's burst allowance to see its rate.
-  constexpr size_t kSmallBytes = 8, kLargeBytes = 2 * 1024 * 1024;
-  double times[3] = {0, 0, 0};
+  constexpr size_t kSmallBytes = 8, kLargeBytes = 2 * 1024 * 1024, kCachedBytes = 32 * 1024;
+  double times[4] = {0, 0, 0, 0};
   CHORUS_RETURN_IF_ERROR(TimeAllReduce(kSmallBytes, 8, &times[0]));
   CHORUS_RETURN_IF_ERROR(TimeAllReduce(kLargeBytes, 2, &times[1]));
-  {
-    std::vector<float> a(kLargeBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 4; ++i) ReduceKernel(a.data(), a.data(), b.data(), a.size(), chorusFloat32, ReduceOp::kSum);
-    times[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 4 / kLargeBytes;
-  }
+  times[2] = SecondsPerReducedByte(kLargeBytes, 4);
+  times[3] = SecondsPerReducedByte(kCachedBytes, 256);
   CHORUS_RETURN_IF_ERROR(
-      comm_->Launch(comm_->IssueTicket(), {InternalRingAllReduce(times, 3, chorusFloat64, ReduceOp::kMax)}));
+      comm_->Launch(comm_->IssueTicket(), {InternalRingAllReduce(times, 4, chorusFloat64, ReduceOp::kMax)}));
   tuner = ModelFromRingTimings(nranks_, kSmallBytes, times[0], kLargeBytes, times[1], times[2], options_.chunk_bytes);
+  tuner.cached_gamma_s_per_byte = std::min(times[3], tuner.gamma_s_per_byte);
+  auto gbps = [](double seconds_per_byte) { return 1e-9 / std::max(1e-15, seconds_per_byte); };
   CHORUS_INFO("TUNE", "rank ", rank_, ": measured alpha ", tuner.alpha_s * 1e6, " us, bandwidth ",
-              1e-9 / tuner.beta_s_per_byte, " GB/s, reduction ", 1e-9 / std::max(1e-15, tuner.gamma_s_per_byte),
-              " GB/s");
+              gbps(tuner.beta_s_per_byte), " GB/s, reduction ", gbps(tuner.gamma_s_per_byte), " GB/s (",
+              gbps(tuner.cached_gamma_s_per_byte), " GB/s to ", kCacheResidentBytes, " B)");
   return Status::Ok();
 }
 

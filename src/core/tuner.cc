@@ -9,11 +9,16 @@
 
 namespace chorus {
 
+double GammaFor(const TunerModel& model, size_t bytes) {
+  const bool cached = model.cached_gamma_s_per_byte > 0 && bytes <= kCacheResidentBytes;
+  return cached ? model.cached_gamma_s_per_byte : model.gamma_s_per_byte;
+}
+
 TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
   sim::CostParams params;
   params.alpha_s = model.alpha_s;
   params.beta_s_per_byte = model.beta_s_per_byte;
-  params.gamma_s_per_byte = model.gamma_s_per_byte;
+  params.gamma_s_per_byte = GammaFor(model, args.count * DataTypeSize(args.dtype));
   params.chunk_bytes = model.chunk_bytes;
   params.overhead_s = model.overhead_s;
   params.intra_alpha_s = model.intra_alpha_s;
@@ -77,7 +82,7 @@ Status ParseTuneText(const std::string& text, const std::string& path, TunerMode
   TunerModel parsed;
   parsed.chunk_bytes = model->chunk_bytes;
   std::string token;
-  double bandwidth = 0, gamma_bandwidth = 0, intra_bandwidth = 0, overhead_us = -1;
+  double bandwidth = 0, gamma_bandwidth = 0, cached_gamma_bandwidth = 0, intra_bandwidth = 0, overhead_us = -1;
   while (in >> token) {
     size_t eq = token.find('=');
     if (eq == std::string::npos) return InvalidArgument("CHORUS_TUNE_FILE '", path, "': expected key=value, got '", token, "'");
@@ -96,6 +101,7 @@ Status ParseTuneText(const std::string& text, const std::string& path, TunerMode
     if (key == "alpha_us") parsed.alpha_s = value * 1e-6;
     else if (key == "bandwidth_GBps") bandwidth = value * 1e9;
     else if (key == "gamma_GBps") gamma_bandwidth = value * 1e9;
+    else if (key == "cached_gamma_GBps") cached_gamma_bandwidth = value * 1e9;
     else if (key == "overhead_us") overhead_us = value;
     else if (key == "intra_alpha_us") parsed.intra_alpha_s = value * 1e-6;
     else if (key == "intra_bandwidth_GBps") intra_bandwidth = value * 1e9;
@@ -106,6 +112,7 @@ Status ParseTuneText(const std::string& text, const std::string& path, TunerMode
   }
   parsed.beta_s_per_byte = 1 / bandwidth;
   parsed.gamma_s_per_byte = gamma_bandwidth > 0 ? 1 / gamma_bandwidth : 0;
+  parsed.cached_gamma_s_per_byte = cached_gamma_bandwidth > 0 ? 1 / cached_gamma_bandwidth : 0;
   parsed.intra_beta_s_per_byte = intra_bandwidth > 0 ? 1 / intra_bandwidth : 0;
   parsed.overhead_s = overhead_us > 0 ? overhead_us * 1e-6 : parsed.alpha_s * kOverheadPerAlpha;
   parsed.source = path;
@@ -138,6 +145,9 @@ std::string DescribeDecisions(const TunerModel& model, int nranks, int hosts) {
   out << "# tuner: p=" << nranks << " hosts=" << hosts << " alpha=" << model.alpha_s * 1e6
       << "us bandwidth=" << gbps(model.beta_s_per_byte) << "GB/s gamma=" << gbps(model.gamma_s_per_byte)
       << "GB/s overhead=" << model.overhead_s * 1e6 << "us";
+  if (model.cached_gamma_s_per_byte > 0) {
+    out << " cached-gamma=" << gbps(model.cached_gamma_s_per_byte) << "GB/s (to " << kCacheResidentBytes << " B)";
+  }
   if (model.intra_alpha_s > 0 || model.intra_beta_s_per_byte > 0) {
     out << " intra-host alpha=" << (model.intra_alpha_s > 0 ? model.intra_alpha_s : model.alpha_s) * 1e6
         << "us bandwidth="

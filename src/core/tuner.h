@@ -17,6 +17,11 @@ struct TunerModel {
   double alpha_s = 0;           // latency per message
   double beta_s_per_byte = 0;   // 1 / bandwidth of the slowest link class in use
   double gamma_s_per_byte = 0;  // reduction time per byte
+  // Reduction time per byte when the operands stay in cache (calls of up to
+  // kCacheResidentBytes); 0: gamma_s_per_byte. The probe behind gamma
+  // streams megabytes and runs ~3x slower than a 32 KiB reduction, which
+  // made the model overcharge the extra reduction of one-shot at 8-32 KiB.
+  double cached_gamma_s_per_byte = 0;
   // Cost of each extra message a rank has in flight at once (what "direct"
   // pays p-2 times per round on top of alpha); see kOverheadPerAlpha.
   double overhead_s = 0;
@@ -37,6 +42,14 @@ struct TunerModel {
 // direct win at 4 ranks up to medium sizes and the tree win from ~16 ranks.
 constexpr double kOverheadPerAlpha = 0.25;
 
+// Calls of up to this many bytes are costed with the cached reduction rate:
+// a call's operands (its buffers, the peers' slices) then fit every x86
+// core's L2, and what a rank reduces was just received or just written.
+constexpr size_t kCacheResidentBytes = 64 * 1024;
+
+// The reduction time per byte the model uses for a call of `bytes`.
+double GammaFor(const TunerModel& model, size_t bytes);
+
 struct TunerChoice {
   Algorithm algorithm = Algorithm::kRing;
   double predicted_s = 0;
@@ -51,8 +64,9 @@ struct TunerChoice {
 TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model);
 
 // Reads "alpha_us=<x> bandwidth_GBps=<y> gamma_GBps=<z>" and optionally
-// "overhead_us=<o> intra_alpha_us=<a> intra_bandwidth_GBps=<b>" (any order,
-// whitespace or newlines between) from `path`.
+// "overhead_us=<o> intra_alpha_us=<a> intra_bandwidth_GBps=<b>
+// cached_gamma_GBps=<c>" (any order, whitespace or newlines between) from
+// `path`.
 Status ReadTuneFile(const std::string& path, TunerModel* model);
 // Its parse step: `text` is the file's contents, `path` names it in errors
 // and becomes `model->source`. On error `*model` is left unchanged; on
