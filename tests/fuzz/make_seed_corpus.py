@@ -161,7 +161,8 @@ def main():
                        ("empty_entries", ";;:;")):
         write("algo_spec", name, text.encode())
     for name, text in (("full", "alpha_us=20 bandwidth_GBps=1.2 gamma_GBps=8"),
-                       ("all_keys", "alpha_us=2\nbandwidth_GBps=10\noverhead_us=1 intra_alpha_us=0.5 intra_bandwidth_GBps=20"),
+                       ("all_keys", "alpha_us=2\nbandwidth_GBps=10\noverhead_us=1 intra_alpha_us=0.5 intra_bandwidth_GBps=20 "
+                                   "cached_gamma_GBps=30"),
                        ("negative", "alpha_us=-1 bandwidth_GBps=1"), ("missing_bandwidth", "alpha_us=3"),
                        ("no_equals", "alpha_us"), ("unknown_key", "alpha_us=1 bandwidth_GBps=1 speed=3"),
                        ("huge", "alpha_us=1e308 bandwidth_GBps=1e-308")):

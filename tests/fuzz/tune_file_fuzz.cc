@@ -20,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(model.alpha_s > 0 && std::isfinite(model.alpha_s));
   FUZZ_CHECK(model.beta_s_per_byte > 0 && std::isfinite(model.beta_s_per_byte));
   FUZZ_CHECK(model.gamma_s_per_byte >= 0 && std::isfinite(model.gamma_s_per_byte));
+  FUZZ_CHECK(model.cached_gamma_s_per_byte >= 0 && std::isfinite(model.cached_gamma_s_per_byte));
   FUZZ_CHECK(model.overhead_s > 0 && std::isfinite(model.overhead_s));
   return 0;
 }
