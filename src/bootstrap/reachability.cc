@@ -1,6 +1,9 @@
 #include "bootstrap/reachability.h"
 
 #include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <algorithm>
 
@@ -18,14 +21,41 @@ void Record(shrink::ProbeState state, int rank, Reachability* out) {
   if (state == shrink::ProbeState::kUnreachable) out->unreachable.push_back(rank);
 }
 
-// One batch: every attempt started at once, then waited for together.
+struct Attempt {
+  int rank;
+  Socket socket;
+};
+
+// Whether a connection in a listener's queue was reset: the listener
+// closed (its process exited) after the connection completed. A live
+// listener's queue keeps it silent; bytes would be an answer too.
+bool WasReset(const Socket& socket) {
+  char byte;
+  const ssize_t got = ::recv(socket.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+// Moves the attempts for which `keep` is false out of `attempts`, in order.
+template <typename Keep>
+void KeepOnly(std::vector<Attempt>* attempts, Keep keep) {
+  size_t left = 0;
+  for (size_t i = 0; i < attempts->size(); ++i) {
+    if (!keep(i)) continue;
+    if (left != i) (*attempts)[left] = std::move((*attempts)[i]);
+    ++left;
+  }
+  attempts->resize(left);
+}
+
+// One batch: every attempt started at once, then waited for together. A
+// connection that completes is watched for kResetGraceMs more (within the
+// window): an exiting process gives up its memory, which is what its
+// same-host peers see die, a moment before its descriptors close, and its
+// listener completes connections until then, then resets them.
 Status ProbeBatch(const std::vector<std::string>& addresses, const int* ranks, size_t count, int window_ms,
                   Reachability* out) {
-  struct Attempt {
-    int rank;
-    Socket socket;
-  };
-  std::vector<Attempt> pending;
+  std::vector<Attempt> pending, connected;
+  Deadline grace = Deadline::AfterMs(kResetGraceMs);
   for (size_t i = 0; i < count; ++i) {
     const int rank = ranks[i];
     Socket attempt;
@@ -35,25 +65,35 @@ Status ProbeBatch(const std::vector<std::string>& addresses, const int* ranks, s
     ++out->probed;
     Record(state, rank, out);
     if (state == shrink::ProbeState::kPending) pending.push_back({rank, std::move(attempt)});
+    if (state == shrink::ProbeState::kConnected) connected.push_back({rank, std::move(attempt)});
   }
   const Deadline window = Deadline::AfterMs(window_ms);
   std::vector<pollfd> fds;
-  while (!pending.empty() && !window.Expired()) {
+  while ((!pending.empty() || (!connected.empty() && !grace.Expired())) && !window.Expired()) {
     fds.clear();
     for (const Attempt& attempt : pending) fds.push_back({attempt.socket.fd(), POLLOUT, 0});
-    const int ready = ::poll(fds.data(), fds.size(), std::max(1, window.RemainingMs()));
+    for (const Attempt& attempt : connected) fds.push_back({attempt.socket.fd(), POLLIN | POLLRDHUP, 0});
+    const int wait_ms = pending.empty() ? std::min(grace.RemainingMs(), window.RemainingMs()) : window.RemainingMs();
+    const int ready = ::poll(fds.data(), fds.size(), std::max(1, wait_ms));
     if (ready < 0 && errno != EINTR) return ErrnoError(errno, "poll (probing ranks)");
-    size_t left = 0;
-    for (size_t i = 0; i < pending.size(); ++i) {
+    const size_t watched = pending.size();
+    KeepOnly(&connected, [&](size_t i) {
+      if (fds[watched + i].revents == 0) return true;
+      if (WasReset(connected[i].socket)) out->gone.push_back(connected[i].rank);
+      return false;  // reset (gone) or answered (lives)
+    });
+    Status finished;
+    KeepOnly(&pending, [&](size_t i) {
       shrink::ProbeState state = shrink::ProbeState::kPending;
-      if (fds[i].revents != 0) CHORUS_RETURN_IF_ERROR(shrink::FinishProbe(&pending[i].socket, &state));
+      if (fds[i].revents != 0 && finished.ok()) finished = shrink::FinishProbe(&pending[i].socket, &state);
       Record(state, pending[i].rank, out);
-      if (state == shrink::ProbeState::kPending) {
-        if (left != i) pending[left] = std::move(pending[i]);
-        ++left;
+      if (state == shrink::ProbeState::kConnected) {
+        connected.push_back({pending[i].rank, std::move(pending[i].socket)});
+        grace = Deadline::AfterMs(kResetGraceMs);
       }
-    }
-    pending.resize(left);
+      return state == shrink::ProbeState::kPending;
+    });
+    CHORUS_RETURN_IF_ERROR(finished);
   }
   for (const Attempt& attempt : pending) out->unreachable.push_back(attempt.rank);
   return Status::Ok();

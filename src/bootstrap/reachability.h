@@ -25,7 +25,8 @@ struct Reachability {
 };
 
 // Probes `ranks` (indexes into `addresses`, rank order kept), at most
-// kMaxProbesAtOnce connections at a time, each given `window_ms`.
+// kMaxProbesAtOnce connections at a time, each given `window_ms`; a batch
+// whose ranks all connect takes kResetGraceMs after the last connection.
 Status ProbeRanks(const std::vector<std::string>& addresses, const std::vector<int>& ranks, int window_ms,
                   Reachability* out);
 
@@ -34,5 +35,8 @@ Status ProbeRanks(const std::vector<std::string>& addresses, const std::vector<i
 std::string DescribeReachability(const Reachability& reachability, int window_ms);
 
 constexpr int kMaxProbesAtOnce = 256;
+// How long a completed connection is watched for a reset (its listener
+// closing as its process exits) before it counts as an answer.
+constexpr int kResetGraceMs = 100;
 
 }  // namespace chorus

@@ -2,16 +2,19 @@
 // rank answers, a closed port is a rank gone, and a listener whose accept
 // queue is full (the kernel drops the SYN, as a cut-off host's network
 // does) is unreachable once the window has passed; the description names
-// every rank as "rank N".
+// every rank as "rank N". A connection completed into the queue of a
+// listener that then closes is a rank gone.
 #include "bootstrap/reachability.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace chorus {
@@ -39,6 +42,7 @@ class RawListener {
     fd_ = -1;
   }
   const std::string& address() const { return address_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
@@ -75,6 +79,41 @@ TEST(ReachabilityTest, AClosedListenerIsARankGone) {
   EXPECT_TRUE(reachability.unreachable.empty());
   EXPECT_EQ(DescribeReachability(reachability, kWindowMs),
             "; rank 1 refuses connections: its process exited or released the communicator");
+}
+
+// An exiting process's listener completes a probe's connection into its
+// queue, then closes (resetting it): the rank is gone, not alive.
+TEST(ReachabilityTest, AListenerThatClosesAfterTheConnectionCompletedIsARankGone) {
+  RawListener live(16), exiting(16);
+  std::thread exit_after_connect([&] {
+    pollfd queued = {exiting.fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&queued, 1, 5000), 1);  // the probe's connection is in the queue
+    exiting.Close();
+  });
+  Reachability reachability;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ProbeRanks({live.address(), exiting.address()}, {0, 1}, kWindowMs, &reachability).ok());
+  const auto elapsed_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  exit_after_connect.join();
+  EXPECT_EQ(reachability.gone, std::vector<int>{1});
+  EXPECT_TRUE(reachability.unreachable.empty());
+  EXPECT_LT(elapsed_ms, kWindowMs);  // the reset ends the watch; the live rank's grace ends the batch
+}
+
+// A connection that stays quiet in a live listener's queue is watched for
+// the grace, not for the whole window.
+TEST(ReachabilityTest, QuietConnectionsAnswerAfterTheGrace) {
+  RawListener live(16);
+  Reachability reachability;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ProbeRanks({live.address()}, {0}, 2000, &reachability).ok());
+  const auto elapsed_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(reachability.gone.empty());
+  EXPECT_TRUE(reachability.unreachable.empty());
+  EXPECT_GE(elapsed_ms, kResetGraceMs - 5);
+  EXPECT_LT(elapsed_ms, 1000);
 }
 
 TEST(ReachabilityTest, AListenerThatDropsConnectionsIsUnreachableAfterTheWindow) {
