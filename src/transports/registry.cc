@@ -1,33 +1,33 @@
-// The built-in transports: adding one is its own folder plus one line here
-// (docs/architecture.md, "How to add a transport"). This is the only file
-// outside a transport's folder that includes its header.
+// The built-in transports, from transports/transports.def: adding one is
+// its own folder plus one entry there (docs/architecture.md, "How to add a
+// transport"). No file outside a transport's folder includes its headers.
 #include "chorus_build_config.h"
-#include "transports/cuda_ipc/cuda_ipc_descriptor.h"
-#include "transports/shm/shm_transport.h"
-#include "transports/tcp/tcp_transport.h"
 #include "transports/transport_registry.h"
-#if CHORUS_HAVE_UCX
-#include "transports/ucx/ucx_descriptor.h"
-#endif
-#if CHORUS_HAVE_IBVERBS
-#include "transports/ibverbs/ib_descriptor.h"
-#endif
 
 namespace chorus {
 
+#define CHORUS_TRANSPORT(folder, descriptor, built) TransportDescriptor descriptor();
+#include "transports/transports.def"
+#undef CHORUS_TRANSPORT
+
+namespace {
+
+std::vector<TransportDescriptor> BuiltinDescriptors() {
+  std::vector<TransportDescriptor> descriptors;
+  // A transport this build lacks is a discarded statement: its descriptor
+  // is declared, never defined nor referenced.
+#define CHORUS_TRANSPORT(folder, descriptor, built) \
+  if constexpr (built) descriptors.push_back(descriptor());
+#include "transports/transports.def"
+#undef CHORUS_TRANSPORT
+  return descriptors;
+}
+
+}  // namespace
+
 const TransportRegistry& BuiltinTransports() {
   // Built once and never changed: a constant table, not mutable state.
-  static const TransportRegistry kBuiltin({
-      ShmTransportDescriptor(),
-      TcpTransportDescriptor(),
-      CudaIpcTransportDescriptor(),
-#if CHORUS_HAVE_UCX
-      UcxTransportDescriptor(),
-#endif
-#if CHORUS_HAVE_IBVERBS
-      IbTransportDescriptor(),
-#endif
-  });
+  static const TransportRegistry kBuiltin(BuiltinDescriptors());
   return kBuiltin;
 }
 

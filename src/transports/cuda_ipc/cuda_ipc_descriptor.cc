@@ -49,4 +49,6 @@ TransportDescriptor CudaIpcTransportDescriptor(const DeviceIpcFactory* factory) 
   return descriptor;
 }
 
+TransportDescriptor CudaIpcTransportDescriptor() { return CudaIpcTransportDescriptor(nullptr); }
+
 }  // namespace chorus

@@ -16,6 +16,8 @@ struct DeviceIpcFactory {
   void* context = nullptr;
 };
 
-TransportDescriptor CudaIpcTransportDescriptor(const DeviceIpcFactory* factory = nullptr);
+// The registry's entry (CUDA's DeviceIpc); tests pass a factory of theirs.
+TransportDescriptor CudaIpcTransportDescriptor();
+TransportDescriptor CudaIpcTransportDescriptor(const DeviceIpcFactory* factory);
 
 }  // namespace chorus
