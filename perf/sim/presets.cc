@@ -4,11 +4,15 @@
 #include <cstdio>
 #include <vector>
 
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 #include "sim/simulator.h"
 #include "sim_table.h"
 
 namespace chorus::sim {
+
+using model::AnalyticTime;
+using model::CostParams;
+using model::ParameterServerAllReduceTime;
 
 namespace {
 

@@ -4,10 +4,12 @@
 #include <cstdio>
 
 #include "base/dtype.h"
-#include "sim/cost_model.h"
-#include "sim/shared_cores.h"
+#include "model/cost_model.h"
+#include "model/shared_cores.h"
 
 namespace chorus::sim {
+
+using model::AlgorithmsSupporting;
 
 Status ClusterFor(const SimFlags& flags, int nranks, ClusterModel* cluster) {
   ClusterModel out;
@@ -69,7 +71,7 @@ Status PrintSweep(const SimFlags& flags) {
               flags.intra_bandwidth_Bps / 1e9, FormatSeconds(flags.intra_latency_s).c_str(), flags.gamma_s_per_byte,
               flags.chunk_bytes == 0 ? "whole steps" : FormatBytes(static_cast<double>(flags.chunk_bytes)).c_str());
   if (flags.physical_cores > 0) {
-    std::printf("# hosts share %d physical cores, host CPU %.3g s per cross-host byte and end (sim/shared_cores.h)\n",
+    std::printf("# hosts share %d physical cores, host CPU %.3g s per cross-host byte and end (model/shared_cores.h)\n",
                 flags.physical_cores, flags.host_cpu_s_per_byte);
   }
   std::printf("%6s  %-11s %12s %12s %10s %14s %14s\n", "ranks", "algorithm", "time", "analytic", "busbw GB/s",

@@ -6,7 +6,7 @@
 
 #include "algorithms/algorithm.h"
 #include "base/status.h"
-#include "sim/cluster_model.h"
+#include "model/cluster_model.h"
 #include "sim/simulator.h"
 #include "sim_flags.h"
 

@@ -19,7 +19,7 @@ per cell:
          work) that 4 more 64 MiB sendrecvs on 2 hosts cost, over twice the
          bytes they move. The emulated hosts share this machine's cores
          (--physical-cores, default os.cpu_count()), so chorus_sim stretches
-         calls whose CPU work outruns them (src/sim/shared_cores.h);
+         calls whose CPU work outruns them (src/model/shared_cores.h);
          --physical-cores 0 models a core per host.
 
   sudo perf/validate/validate_sim.py --build build [--hosts 2,4,8]

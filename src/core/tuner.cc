@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "algorithms/topology.h"
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 
 namespace chorus {
 
@@ -15,7 +15,7 @@ double GammaFor(const TunerModel& model, size_t bytes) {
 }
 
 TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
-  sim::CostParams params;
+  model::CostParams params;
   params.alpha_s = model.alpha_s;
   params.beta_s_per_byte = model.beta_s_per_byte;
   params.gamma_s_per_byte = GammaFor(model, args.count * DataTypeSize(args.dtype));
@@ -31,9 +31,9 @@ TunerChoice ChooseByCost(const CollectiveArgs& args, const TunerModel& model) {
     }
   }
   TunerChoice choice;
-  for (Algorithm algo : sim::AlgorithmsSupporting(args.coll)) {
+  for (Algorithm algo : model::AlgorithmsSupporting(args.coll)) {
     double seconds = 0;
-    if (sim::AnalyticTime(algo, args, params, &seconds)) choice.candidates.emplace_back(algo, seconds);
+    if (model::AnalyticTime(algo, args, params, &seconds)) choice.candidates.emplace_back(algo, seconds);
   }
   std::stable_sort(choice.candidates.begin(), choice.candidates.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });

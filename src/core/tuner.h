@@ -1,5 +1,5 @@
 // Tuner: picks the fastest exact algorithm for a call from the
-// alpha-beta-gamma cost model (src/sim/cost_model.h), with link parameters
+// alpha-beta-gamma cost model (src/model/cost_model.h), with link parameters
 // measured on the communicator at creation or read from CHORUS_TUNE_FILE.
 // Every rank must pick the same algorithm, so the parameters are agreed on
 // (the measurement's times are max-reduced across ranks) before use.

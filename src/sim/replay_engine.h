@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "sim/cluster_model.h"
+#include "model/cluster_model.h"
 #include "sim/compact_schedule.h"
 #include "sim/flow_network.h"
 #include "sim/simulator.h"

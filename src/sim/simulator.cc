@@ -7,7 +7,7 @@
 #include "sim/bus_bandwidth.h"
 #include "sim/compact_schedule.h"
 #include "sim/replay_engine.h"
-#include "sim/shared_cores.h"
+#include "model/shared_cores.h"
 
 namespace chorus::sim {
 
@@ -130,8 +130,8 @@ Status SimulateOnSharedCores(const CollectiveArgs& call, Algorithm algo, const C
   CHORUS_RETURN_IF_ERROR(Simulate(call, algo, cluster, options, &out));
   if (cluster.physical_cores > 0 && cluster.physical_cores < cluster.hosts && out.time_s > 0) {
     std::vector<double> per_host;
-    CHORUS_RETURN_IF_ERROR(HostCpuSeconds(call, algo, cluster, &per_host));
-    const double stretched = SharedCoresSeconds(out.time_s, per_host, cluster.physical_cores);
+    CHORUS_RETURN_IF_ERROR(model::HostCpuSeconds(call, algo, cluster, &per_host));
+    const double stretched = model::SharedCoresSeconds(out.time_s, per_host, cluster.physical_cores);
     out.algbw_Bps *= out.time_s / stretched;
     out.busbw_Bps *= out.time_s / stretched;
     out.time_s = stretched;

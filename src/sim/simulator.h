@@ -17,9 +17,14 @@
 
 #include "algorithms/algorithm.h"
 #include "base/status.h"
-#include "sim/cluster_model.h"
+#include "model/cluster_model.h"
 
 namespace chorus::sim {
+
+// The replay runs on the cost model's description of a cluster.
+using model::ClusterModel;
+using model::LinkModel;
+using model::UniformCluster;
 
 struct SimOptions {
   // Chunk size of the executor (512 KiB by default there). 0 simulates whole
@@ -64,7 +69,7 @@ Status Simulate(const CollectiveArgs& call, Algorithm algo, const ClusterModel& 
 Status SimulateSchedules(const std::vector<Schedule>& schedules, const ClusterModel& cluster,
                          const SimOptions& options, SimResult* result);
 
-// Simulate(), then stretched by the shared cores (sim/shared_cores.h);
+// Simulate(), then stretched by the shared cores (model/shared_cores.h);
 // algbw and busbw follow the new time.
 Status SimulateOnSharedCores(const CollectiveArgs& call, Algorithm algo, const ClusterModel& cluster,
                              const SimOptions& options, SimResult* result);

@@ -1,16 +1,21 @@
-// Hosts sharing physical cores (sim/shared_cores.h): exact times on crafted
+// Hosts sharing physical cores (model/shared_cores.h): exact times on crafted
 // clusters, and nothing changes with a core per host (the default).
-#include "sim/shared_cores.h"
+#include "model/shared_cores.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 #include "sim/simulator.h"
 #include "transfer_step.h"
 
 namespace chorus::sim {
+
+using model::AlgorithmsSupporting;
+using model::AnalyticTime;
+using model::CostParams;
+using model::SharedCoresSeconds;
 namespace {
 
 constexpr double kAlpha = 50e-6;

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <vector>
 
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 #include "transfer_step.h"
 
 namespace chorus::sim {
+
+using model::AlgorithmsSupporting;
 namespace {
 
 constexpr double kAlpha = 50e-6;       // 50 us

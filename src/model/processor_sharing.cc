@@ -1,10 +1,10 @@
-#include "sim/processor_sharing.h"
+#include "model/processor_sharing.h"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 
-namespace chorus::sim {
+namespace chorus::model {
 
 std::vector<double> ProcessorSharingFinish(const std::vector<SharedJob>& jobs) {
   const size_t k = jobs.size();
@@ -43,4 +43,4 @@ std::vector<double> ProcessorSharingFinish(const std::vector<SharedJob>& jobs) {
   return finish;
 }
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

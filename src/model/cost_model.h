@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "sim/cluster_model.h"
+#include "model/cluster_model.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 
 struct CostParams {
   double alpha_s = 0;  // the link class the collective crosses (inter-host when hosts > 1)
@@ -36,7 +36,7 @@ struct CostParams {
   // Hosts sharing `physical_cores` cores (an emulated cluster; 0 = a core
   // per host, a real cluster: the time is the network's), each end of a
   // cross-host byte costing its host host_cpu_s_per_byte of CPU: the time
-  // is stretched as sim/shared_cores.h says. The tuner leaves both 0.
+  // is stretched as model/shared_cores.h says. The tuner leaves both 0.
   int physical_cores = 0;
   double host_cpu_s_per_byte = 0;
 };
@@ -67,4 +67,4 @@ double ParameterServerAllReduceTime(int nranks, double bytes, const CostParams& 
 // order: new algorithms appear here by themselves.
 std::vector<Algorithm> AlgorithmsSupporting(Collective coll);
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

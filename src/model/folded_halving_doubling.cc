@@ -1,12 +1,12 @@
-#include "sim/folded_halving_doubling.h"
+#include "model/folded_halving_doubling.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "sim/processor_sharing.h"
+#include "model/processor_sharing.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 
 namespace {
 
@@ -160,4 +160,4 @@ double FoldedHalvingDoublingTime(int p, double n, const CostParams& c) {
   return FoldedModelTime(kLargestModelled + scaled, n, c) + 2.0 * (levels - kLargestModelledLevels) * c.alpha_s;
 }
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

@@ -3,9 +3,9 @@
 // is 1.4-2x too optimistic against the replay (docs/simulator.md).
 #pragma once
 
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 
 // Seconds for an allreduce of n bytes over p ranks (any p >= 2; a power of
 // two gives the textbook 2 L alpha + 2 (p-1)/p n beta + (p-1)/p n gamma).
@@ -37,4 +37,4 @@ namespace chorus::sim {
 // The stand-in keeps the tuner's first call of a shape under ~20 ms.
 double FoldedHalvingDoublingTime(int p, double n, const CostParams& c);
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace chorus::sim {
+namespace chorus::model {
 
 struct SharedJob {
   double start = 0;  // seconds
@@ -17,4 +17,4 @@ struct SharedJob {
 // at their start. O(k^2) for k jobs: meant for the few messages of a port.
 std::vector<double> ProcessorSharingFinish(const std::vector<SharedJob>& jobs);
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

@@ -1,13 +1,13 @@
 // Closed forms at hand-computed points.
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "sim/processor_sharing.h"
+#include "model/processor_sharing.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 namespace {
 
 CollectiveArgs AllReduce(int nranks, size_t bytes) {
@@ -282,4 +282,4 @@ TEST(CostModelTest, ParamsComeFromTheSlowerClassAcrossHosts) {
 }
 
 }  // namespace
-}  // namespace chorus::sim
+}  // namespace chorus::model

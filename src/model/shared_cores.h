@@ -17,9 +17,9 @@
 
 #include "algorithms/algorithm.h"
 #include "base/status.h"
-#include "sim/cluster_model.h"
+#include "model/cluster_model.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 
 // CPU seconds each host of `cluster` spends on these schedules (one per
 // rank): host_cpu_s_per_byte for each byte sent or received across hosts,
@@ -35,4 +35,4 @@ Status HostCpuSeconds(const CollectiveArgs& call, Algorithm algo, const ClusterM
 // 0 or at least the number of hosts, else max(seconds, sum / cores, max).
 double SharedCoresSeconds(double seconds, const std::vector<double>& per_host, int physical_cores);
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

@@ -1,11 +1,11 @@
-#include "sim/shared_cores.h"
+#include "model/shared_cores.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "algorithms/topology.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 
 Status HostCpuSecondsOfSchedules(const std::vector<Schedule>& schedules, const ClusterModel& cluster,
                                  std::vector<double>* per_host) {
@@ -62,4 +62,4 @@ double SharedCoresSeconds(double seconds, const std::vector<double>& per_host, i
   return std::max({seconds, total / physical_cores, busiest});
 }
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

@@ -1,13 +1,13 @@
-#include "sim/cost_model.h"
+#include "model/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "base/dtype.h"
-#include "sim/folded_halving_doubling.h"
-#include "sim/shared_cores.h"
+#include "model/folded_halving_doubling.h"
+#include "model/shared_cores.h"
 
-namespace chorus::sim {
+namespace chorus::model {
 
 namespace {
 
@@ -376,7 +376,7 @@ bool AnalyticTime(Algorithm algo, const CollectiveArgs& call, const CostParams& 
   if (!NetworkTime(algo, call, c, seconds)) return false;
   const Placement where = PlacementOf(call.nranks, c);
   if (c.physical_cores <= 0 || c.physical_cores >= where.hosts || *seconds <= 0) return true;
-  // Shared cores: the CPU work of the real schedules (sim/shared_cores.h).
+  // Shared cores: the CPU work of the real schedules (model/shared_cores.h).
   ClusterModel cluster;
   cluster.hosts = static_cast<int>(where.hosts);
   cluster.ranks_per_host = static_cast<int>(where.local);
@@ -396,4 +396,4 @@ std::vector<Algorithm> AlgorithmsSupporting(Collective coll) {
   return out;
 }
 
-}  // namespace chorus::sim
+}  // namespace chorus::model

@@ -2,7 +2,7 @@
 // classes (within a host, between hosts) and a reduction cost.
 #pragma once
 
-namespace chorus::sim {
+namespace chorus::model {
 
 // One link class in the alpha-beta model: a message of n bytes takes
 // alpha + n / bandwidth seconds from first byte sent to last byte received.
@@ -26,7 +26,7 @@ struct ClusterModel {
   // of one machine: `physical_cores` cores shared by all hosts (0 = a core
   // per host, a real cluster). Each end of a transfer between hosts then
   // costs its host `host_cpu_s_per_byte` of CPU (kernel TCP copies), which
-  // together with the reductions can outrun the cores (sim/shared_cores.h).
+  // together with the reductions can outrun the cores (model/shared_cores.h).
   int physical_cores = 0;
   double host_cpu_s_per_byte = 0;
 
@@ -45,4 +45,4 @@ inline ClusterModel UniformCluster(int nranks, double alpha_s, double bandwidth_
   return cluster;
 }
 
-}  // namespace chorus::sim
+}  // namespace chorus::model
