@@ -5,8 +5,6 @@
 // CHORUS_SECRET works, a rank with another secret fails in time, and a
 // missing rank or rendezvous is rejected with a message naming the variables.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "tests/api/harness.h"
+#include "tests/common/free_port.h"
 
 namespace chorus_test {
 namespace {
@@ -52,23 +51,7 @@ void ApplyEnvironment(const Environment& environment) {
   for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
 }
 
-// A TCP port free right now on every interface (the root listens on all).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
+using chorus_test::FreePort;
 
 // In the child: init from `environment`, check rank, size and an allreduce.
 int InitAndAllReduce(const Environment& environment, int rank, int nranks) {

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/free_port.h"
 #include "tests/perf/cli_runner.h"
 
 namespace chorus_perf_test {
@@ -296,7 +297,9 @@ TEST(PerfCliTest, FailedCallsExitNonZeroWithTheLibraryMessage) {
 }
 
 TEST(PerfCliTest, LauncherEnvironmentRunsOneRankPerProcess) {
-  const std::string port = std::to_string(20000 + getpid() % 20000);
+  const int free_port = chorus_test::FreePort();
+  ASSERT_GT(free_port, 0);
+  const std::string port = std::to_string(free_port);
   const std::string env = "CHORUS_SECRET=0123456789abcdef0123456789abcdef WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "
                           "MASTER_PORT=" + port + " ";
   const std::string binary = PerfBinary("all_reduce") + " -b 8 -e 1K -f 4 -n 2 -w 1";
