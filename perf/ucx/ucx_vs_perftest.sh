@@ -8,10 +8,11 @@
 # Per round: ucx_perftest tag_bw (one direction, server and client on
 # loopback), Chorus's broadcast_perf on 2 ranks (one direction: the root
 # sends, the other receives; out of place and in place) and sendrecv_perf on
-# 2 ranks (each rank sends and receives at once). The Chorus ranks are
+# 2 ranks (each rank sends and receives at once; over loopback at most half
+# of one direction's rate each way, see the end). The Chorus ranks are
 # threads of one process (-t 2), each with its own UCP worker. Prints each
-# round's MB/s, the medians, and the ratios of Chorus's one-direction
-# bandwidth to ucx_perftest's.
+# round's MB/s, the medians, and the ratios of Chorus's bandwidth to
+# ucx_perftest's.
 set -euo pipefail
 
 rounds=5
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --size) size=$2; shift 2 ;;
     --tls) tls=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -86,3 +87,8 @@ ratio() {
 }
 echo "chorus broadcast out of place / ucx_perftest: $(ratio broadcast "$mb")"
 echo "chorus broadcast in place / ucx_perftest: $(ratio broadcast_in "$mbi")"
+# sendrecv moves the size both ways at once. Over loopback a CPU copies every
+# byte at both ends (into the sender's socket, out of the receiver's), so
+# with one core per rank both ways at once take twice one direction's CPU
+# time: each way's rate is at most half of ucx_perftest's one-direction rate.
+echo "chorus sendrecv each way / ucx_perftest: $(ratio sendrecv "$ms") (at most 0.5 when the copies fill the cores)"
