@@ -115,8 +115,8 @@ run_stage() {
 # binary counts as one test: it fails on a non-zero exit or on any sanitizer
 # report, a forked child's included. CHORUS_TEST_SANITIZERS=0 skips the stage.
 if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
-  echo "=== sanitizers: core, transports, api and mpi tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
-  run_stage sanitizers env CHORUS_SANITIZE_LAYERS="core transports api mpi" scripts/sanitize.sh asan
+  echo "=== sanitizers: core, lossy, transports, api and mpi tests under ASan + UBSan (CHORUS_TEST_SANITIZERS=0 skips them)"
+  run_stage sanitizers env CHORUS_SANITIZE_LAYERS="core lossy transports api mpi" scripts/sanitize.sh asan
 fi
 
 # Ranks as threads over shared memory and TCP under ThreadSanitizer: the

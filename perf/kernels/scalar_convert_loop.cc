@@ -1,5 +1,5 @@
 // Compiled apart from the benchmark with the project's default flags, as
-// src/core/compression.cc is, so that it times what the old loops cost.
+// src/lossy/compression.cc is, so that it times what the old loops cost.
 #include "scalar_convert_loop.h"
 
 #include "base/half.h"

@@ -1,6 +1,6 @@
 // The baseline of the bulk conversions (kernels/convert.h): the per-element
 // loops chorusAllReduceCompressed's fp16/bf16 wire ran before them
-// (src/core/compression.cc, SixteenBitSum), base/half.h's scalar functions
+// (src/lossy/compression.cc, SixteenBitSum), base/half.h's scalar functions
 // with the format chosen per element.
 #pragma once
 

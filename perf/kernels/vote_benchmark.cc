@@ -1,6 +1,6 @@
 // Throughput of the sign majority vote's codecs (chorusCompressSignVote,
-// src/core/compression_codecs.cc) beside the original one-bit-at-a-time
-// versions (tests/core/vote_reference.h): decode of p ranks' packed bits
+// src/lossy/compression_codecs.cc) beside the original one-bit-at-a-time
+// versions (tests/lossy/vote_reference.h): decode of p ranks' packed bits
 // into -1/0/+1 floats, packing of signs, and the int8 quantizer. 431,080 parameters, the
 // trainer's LeNet. Items/s counts parameters (one per rank for the decode).
 #include <benchmark/benchmark.h>
@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/compression_codecs.h"
-#include "core/compression_stages.h"
-#include "tests/core/vote_reference.h"
+#include "lossy/compression_codecs.h"
+#include "lossy/compression_stages.h"
+#include "tests/lossy/vote_reference.h"
 
 namespace chorus {
 namespace {

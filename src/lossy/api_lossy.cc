@@ -1,8 +1,8 @@
 // Public entry points of the explicit non-exact collectives: gossip
 // averaging and compressed allreduce (docs/lossy.md).
-#include "core/compression.h"
-#include "core/gossip.h"
 #include "core/handles.h"
+#include "lossy/compression.h"
+#include "lossy/gossip.h"
 
 extern "C" {
 

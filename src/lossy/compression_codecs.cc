@@ -1,4 +1,4 @@
-#include "core/compression_codecs.h"
+#include "lossy/compression_codecs.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-// The compressed allreduce's codecs (src/core/compression_codecs.cc) against
+// The compressed allreduce's codecs (src/lossy/compression_codecs.cc) against
 // the original one-element-at-a-time versions (vote_reference.h): identical
 // bytes for random inputs, every rank count 1..17 (and a few large ones),
 // every count 0..130 (every tail length of a 64-bit word and of a byte),
@@ -12,9 +12,9 @@
 #include <random>
 #include <vector>
 
-#include "core/compression_codecs.h"
-#include "core/compression_stages.h"
-#include "tests/core/vote_reference.h"
+#include "lossy/compression_codecs.h"
+#include "lossy/compression_stages.h"
+#include "tests/lossy/vote_reference.h"
 
 namespace chorus {
 namespace {

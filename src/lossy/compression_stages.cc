@@ -1,4 +1,4 @@
-#include "core/compression_stages.h"
+#include "lossy/compression_stages.h"
 
 namespace chorus {
 

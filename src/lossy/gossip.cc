@@ -1,4 +1,4 @@
-#include "core/gossip.h"
+#include "lossy/gossip.h"
 
 #include <cstring>
 #include <memory>
@@ -6,7 +6,7 @@
 
 #include "base/half.h"
 #include "core/buffer_kinds.h"
-#include "core/compression_stages.h"
+#include "lossy/compression_stages.h"
 
 namespace chorus {
 namespace {

@@ -1,5 +1,5 @@
 // The original one-element-at-a-time codecs of the compressed allreduce
-// (src/core/compression_codecs.cc before the bit-sliced rewrite): the
+// (src/lossy/compression_codecs.cc before the bit-sliced rewrite): the
 // reference that vote_codecs_test and perf/kernels/vote_benchmark compare
 // the library's codecs with. Written for clarity, not speed.
 #pragma once

@@ -1,12 +1,12 @@
-#include "core/compression.h"
+#include "lossy/compression.h"
 
 #include <cstring>
 #include <memory>
 
 #include "core/buffer_kinds.h"
-#include "core/compression_codecs.h"
-#include "core/compression_stages.h"
 #include "kernels/convert.h"
+#include "lossy/compression_codecs.h"
+#include "lossy/compression_stages.h"
 
 namespace chorus {
 namespace {
