@@ -69,7 +69,11 @@ class TcpTransport : public Transport {
   Status Listen();
   Status Post(int peer, TransferRequest* request, bool is_send);
   Status ProgressLanes(bool* progressed);
-  Status WaitForEvents(int timeout_ms, bool* lane_events);
+  // *woken (if given): Wakeup was called.
+  Status WaitForEvents(int timeout_ms, bool* lane_events, bool* woken = nullptr);
+  // Polls the lanes, yielding the core between polls, until one progresses,
+  // Wakeup is called or kPollBeforeSleep passes.
+  Status PollBeforeSleeping(bool* progressed);
   Status Fail(Status status);
   // Looks at every lane for a close notice (cold: after a failure, or when a
   // peer hung up); keeps the first in notice_.
