@@ -59,7 +59,7 @@ std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores)
   if (!forced && shares_cores) {
     // Ranks outnumber CPUs: every message of the executor's schedules costs
     // a context switch, and one or two board rounds per slot beat every
-    // schedule and Open MPI (3-8 processes on 2 cores, docs/performance.md
+    // schedule and Open MPI (3-8 processes on 2 cores, docs/design-notes.md,
     // "Mid-size allreduce on one host"); one-shot up to kBoardOneShotMaxBytes,
     // two-phase above, where one-shot's (p-1)-fold reads cost more than a
     // round. Fewer than kBoardManyRanks ranks: the tuner's ring or hd

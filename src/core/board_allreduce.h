@@ -43,7 +43,7 @@
 namespace chorus {
 
 // Largest allreduce (bytes) that takes the board, where ranks share cores
-// (docs/performance.md, "Mid-size allreduce on one host"): 4 slots.
+// (docs/design-notes.md, "Mid-size allreduce on one host"): 4 slots.
 constexpr size_t kBoardAllReduceMaxBytes = 1024 * 1024;
 // Largest with a core per rank.
 constexpr size_t kBoardSpareCoresMaxBytes = 8 * 1024;

@@ -39,7 +39,7 @@ constexpr int kShortPollRounds = 4;
 // core. Waiting in the transport at once instead (no polls) measured 1.5-8x
 // slower at 1-16 MiB on 4 processes and 2 cores: the wait sleeps on its
 // futex after 20 us, and a sender waiting for ring space wakes only by
-// slices (docs/performance.md, "Oversubscribed hosts").
+// slices (docs/design-notes.md, "Oversubscribed hosts").
 int PollRounds(unsigned fruitless_stretches) {
   return SkipPolling(fruitless_stretches) ? kShortPollRounds : kPollRounds;
 }

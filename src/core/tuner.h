@@ -38,7 +38,7 @@ struct TunerModel {
 // Unless a tune file says otherwise (overhead_us), the per-message overhead
 // is this fraction of alpha: alpha is a dependent hop (post, wake the peer,
 // poll), an extra concurrent message mostly only its post and its match.
-// Measured on one host (docs/performance.md, "Direct allreduce"), where it makes
+// Measured on one host (docs/design-notes.md, "Direct allreduce"), where it makes
 // direct win at 4 ranks up to medium sizes and the tree win from ~16 ranks.
 constexpr double kOverheadPerAlpha = 0.25;
 

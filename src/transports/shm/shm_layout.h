@@ -129,7 +129,7 @@ inline size_t RingStride(size_t ring_bytes) { return sizeof(RingControl) + ring_
 // The payload follows in the same cache line, so a reader of up to 48
 // bytes takes one line from the writer's cache, not two. 256 KiB: a slot
 // holds a whole mid-size allreduce (or a quarter of a 1 MiB one), so a
-// two-phase board allreduce takes two rounds, not eight (docs/performance.md,
+// two-phase board allreduce takes two rounds, not eight (docs/design-notes.md,
 // "Mid-size allreduce on one host"); 512 KiB per segment.
 constexpr size_t kBoardPayloadBytes = 256 * 1024;
 // Line mode (ShmBoard::PublishLines): a payload of up to kBoardLinesMaxBytes

@@ -60,7 +60,7 @@ struct ShmTuning {
   // Pull large messages from peers in other processes with process_vm_readv.
   // Off: they come through the ring, which measured faster on the project's
   // VM (the kernel copy pins pages; two user-space copies on two cores, or
-  // one copy and a combine from the ring, are cheaper; docs/performance.md).
+  // one copy and a combine from the ring, are cheaper; docs/design-notes.md).
   bool pull_from_processes = false;
   // Per sender; multiple of 64, >= 2 records. 0: shm::AutoRingBytes(nranks).
   // The registry sets it from CHORUS_SHM_RING_BYTES.

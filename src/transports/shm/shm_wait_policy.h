@@ -30,7 +30,7 @@ constexpr WaitPolicy kDedicatedCoresPolicy = {{std::chrono::microseconds(10), st
 // Ranks outnumber CPUs: never spin, yield on every idle poll and up to
 // 20 us into a wait, then sleep (4 processes on 2 cores: an 8 B allreduce
 // 81 -> 11 us, mostly from the idle-poll yield; sleeping after 20 us rather
-// than 100 us freed the core sooner for 32-256 KiB; docs/performance.md).
+// than 100 us freed the core sooner for 32-256 KiB; docs/design-notes.md).
 constexpr WaitPolicy kSharedCoresPolicy = {{std::chrono::microseconds(0), std::chrono::microseconds(20)}, true};
 
 }  // namespace shm

@@ -23,7 +23,7 @@ namespace {
 // epoll_wait. A sleeping rank is woken by the kernel when bytes land, and
 // on a VM that wake-up alone cost 20-30 us: 2 ranks on loopback, 8 B
 // allreduce 12-38 us a call sleeping at once, 5 us polling (4 ranks on 2
-// cores: 64-74 against 50-55 us; perf/tcp in docs/performance.md). Each poll
+// cores: 64-74 against 50-55 us; docs/design-notes.md). Each poll
 // yields the core, so ranks that share cores lose nothing to it.
 constexpr std::chrono::microseconds kPollBeforeSleep{50};
 
