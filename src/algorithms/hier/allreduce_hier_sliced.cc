@@ -13,7 +13,7 @@
 // rank per host to a ring over all ranks.
 #include "algorithms/builders.h"
 #include "algorithms/hier/hierarchical.h"
-#include "algorithms/hier/ring_phases.h"
+#include "algorithms/ring/ring_phases.h"
 #include "algorithms/schedule_builder.h"
 #include "algorithms/topology.h"
 

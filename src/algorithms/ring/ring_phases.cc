@@ -1,4 +1,4 @@
-#include "algorithms/hier/ring_phases.h"
+#include "algorithms/ring/ring_phases.h"
 
 namespace chorus {
 

@@ -1,6 +1,7 @@
-// Ring phases over an arbitrary list of ranks and a sub-range of the vector,
-// the pieces the hierarchical builders compose. Both work in kRecv and
-// follow the ring allreduce's convention (ring/allreduce_ring.cc): after the
+// Ring phases over an arbitrary list of ranks and a sub-range of the vector:
+// the ring allreduce is both over every rank and the whole vector
+// (allreduce_ring.cc), the hierarchical builders compose them over the
+// ranks of a host or one per host. Both work in kRecv: after the
 // reduce-scatter, position i of the ring holds segment (i+1) mod n of the
 // range fully reduced, which the allgather then passes around.
 #pragma once
