@@ -129,10 +129,14 @@ void DeriveSecret(const uint8_t old_secret[16], const uint8_t nonce[kNonceBytes]
 
 namespace {
 
-// Only a refusal (the host's kernel answered: nothing listens there any
-// more) proves a rank gone. No route, a host unreachable or a timeout may
-// be a partition, behind which the rank lives on.
-ProbeState AfterError(int error) { return error == ECONNREFUSED ? ProbeState::kGone : ProbeState::kUnreachable; }
+// Only the host's kernel answering proves a rank gone: a refusal (nothing
+// listens there any more) or a reset (the connection had completed into the
+// listener's queue when the listener closed: its process was exiting). No
+// route, a host unreachable or a timeout may be a partition, behind which
+// the rank lives on.
+ProbeState AfterError(int error) {
+  return error == ECONNREFUSED || error == ECONNRESET ? ProbeState::kGone : ProbeState::kUnreachable;
+}
 
 }  // namespace
 
