@@ -1,6 +1,5 @@
 #include "transports/tcp/tcp_transport.h"
 
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "base/spin_wait.h"
 #include "transports/socket/interface.h"
 #include "transports/tcp/tcp_interface_choice.h"
 #include "transports/tcp/tcp_mesh.h"
@@ -293,15 +293,15 @@ Status TcpTransport::WaitForEvents(int timeout_ms, bool* lane_events, bool* woke
 }
 
 Status TcpTransport::PollBeforeSleeping(bool* progressed) {
-  const auto until = std::chrono::steady_clock::now() + kPollBeforeSleep;
-  do {
+  Status status;
+  // No busy spin: each poll after the first yields the core.
+  SpinThenYield(SpinBudget{std::chrono::microseconds(0), kPollBeforeSleep}, [&] {
     bool lane_events = false, woken = false;
-    CHORUS_RETURN_IF_ERROR(WaitForEvents(0, &lane_events, &woken));
-    if (lane_events) CHORUS_RETURN_IF_ERROR(ProgressLanes(progressed));
-    if (*progressed || woken) return Status::Ok();
-    ::sched_yield();
-  } while (std::chrono::steady_clock::now() < until);
-  return Status::Ok();
+    status = WaitForEvents(0, &lane_events, &woken);
+    if (status.ok() && lane_events) status = ProgressLanes(progressed);
+    return !status.ok() || *progressed || woken;
+  });
+  return status;
 }
 
 Status TcpTransport::Progress(int timeout_ms) {
