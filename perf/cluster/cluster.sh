@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Emulated cluster: N hosts as network namespaces, each with one veth link to
 # a switch (a bridge inside its own namespace), every link rate-limited in
-# both directions with tc tbf. Runs one rank of COMMAND per host over TCP and
+# both directions with tc tbf. Runs -p ranks of COMMAND per host (default 1;
+# ranks of one host talk through shared memory, the hosts over TCP) and
 # always tears everything down, even on failure or Ctrl-C.
 #
-#   perf/cluster/cluster.sh [-n hosts] [-r rate] [-t timeout_s] -- COMMAND [ARGS...]
+#   perf/cluster/cluster.sh [-n hosts] [-p ranks_per_host] [-r rate] [-t timeout_s] -- COMMAND [ARGS...]
 #
-# Each rank runs inside its host with RANK, WORLD_SIZE, LOCAL_RANK=0,
+# Rank h*p+l runs inside host h with RANK, WORLD_SIZE, LOCAL_RANK=l,
 # CHORUS_ROOT=<host 0>:<port>, CHORUS_SECRET (fresh per run) and
 # CHORUS_SOCKET_IFNAME==eth0 set, so chorusCommInitFromEnv connects it.
 # In COMMAND, {rank} is replaced by the rank. Output lines are prefixed with
-# the host name; the exit status is the first non-zero rank status.
+# the host name (and the local rank, with -p); the exit status is the first non-zero rank status.
 # CLUSTER_SYSCTLS="key=value ..." sets network sysctls inside every host.
 # The rest of the caller's environment reaches every rank unchanged (ip netns
 # exec keeps it), e.g. CHORUS_SOCKET_RCVBUF=1M perf/cluster/cluster.sh -- ...
@@ -26,12 +27,14 @@
 set -uo pipefail
 
 hosts=4
+per_host=1
 rate=1gbit
 timeout_s=300
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-while getopts "n:r:t:h" opt; do
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+while getopts "n:p:r:t:h" opt; do
   case $opt in
     n) hosts=$OPTARG ;;
+    p) per_host=$OPTARG ;;
     r) rate=$OPTARG ;;
     t) timeout_s=$OPTARG ;;
     *) usage ;;
@@ -42,6 +45,9 @@ shift $((OPTIND - 1))
 [ $# -ge 1 ] || usage
 if ! [[ $hosts =~ ^[0-9]+$ ]] || [ "$hosts" -lt 1 ] || [ "$hosts" -gt 64 ]; then
   echo "cluster: -n must be 1..64" >&2; exit 2
+fi
+if ! [[ $per_host =~ ^[0-9]+$ ]] || [ "$per_host" -lt 1 ] || [ "$per_host" -gt 64 ]; then
+  echo "cluster: -p must be 1..64" >&2; exit 2
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
   echo "cluster: needs root with ip and tc (iproute2); skipping" >&2
@@ -119,11 +125,16 @@ done
 set +e
 
 for ((h = 0; h < hosts; h++)); do
-  cmd=("${@//\{rank\}/$h}")
-  ip netns exec "${prefix}h$h" env RANK=$h WORLD_SIZE=$hosts LOCAL_RANK=0 \
-    CHORUS_ROOT="10.213.0.1:$port" CHORUS_SECRET="$secret" CHORUS_SOCKET_IFNAME="=eth0" \
-    timeout --kill-after=5 "$timeout_s" "${cmd[@]}" 2>&1 | sed -u "s/^/[host$h] /" &
-  pids+=($!)
+  for ((l = 0; l < per_host; l++)); do
+    rank=$((h * per_host + l))
+    label="host$h"
+    [ "$per_host" -gt 1 ] && label="host$h/$l"
+    cmd=("${@//\{rank\}/$rank}")
+    ip netns exec "${prefix}h$h" env RANK=$rank WORLD_SIZE=$((hosts * per_host)) LOCAL_RANK=$l \
+      CHORUS_ROOT="10.213.0.1:$port" CHORUS_SECRET="$secret" CHORUS_SOCKET_IFNAME="=eth0" \
+      timeout --kill-after=5 "$timeout_s" "${cmd[@]}" 2>&1 | sed -u "s|^|[$label] |" &
+    pids+=($!)
+  done
 done
 
 if [ -n "${CLUSTER_FAULT_CMD:-}" ]; then

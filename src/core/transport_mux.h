@@ -2,7 +2,11 @@
 // transport chosen for it (by the registry: the first of CHORUS_TRANSPORT's
 // order that reaches it, e.g. shared memory for peers on this host, TCP for
 // the rest). The executor sees a single transport and never chooses by name.
+// An idle mux of several transports sleeps in poll(2) on every transport's
+// wait fd (Transport::ArmWait), so a message on any wakes it at once.
 #pragma once
+
+#include <poll.h>
 
 #include <memory>
 #include <vector>
@@ -49,7 +53,16 @@ class TransportMux : public Transport {
 
  private:
   std::vector<std::unique_ptr<Transport>> transports_;
+  // Several active transports, nothing to do: looks at them all for a
+  // while, then sleeps until any has work.
+  Status WaitInAll(int timeout_ms);
+  // One look at every transport (ArmWait, DisarmWait): *ready when one
+  // moved something.
+  Status LookAtAll(bool* ready);
+
   std::vector<Transport*> active_;      // transports serving at least one peer
+  std::vector<pollfd> wait_fds_;        // WaitInAll's, one per active transport
+  bool waitable_ = true;                // every active transport has a wait fd (until one has not)
   std::vector<Endpoint*> routes_;       // per peer
   std::vector<const char*> route_names_;
   TransportCapabilities capabilities_;

@@ -236,8 +236,30 @@ class Transport {
   // transport unusable.
   virtual Status Progress(int timeout_ms) = 0;
 
-  // Makes a Progress() blocked in another thread return promptly.
+  // Makes a Progress() blocked in another thread return promptly (and a
+  // wait armed with ArmWait, through its fd).
   virtual void Wakeup() = 0;
+
+  // Waiting on several transports at once (core/transport_mux.h), as UCX's
+  // ucp_worker_arm and its event fd: ArmWait takes a last look for work and,
+  // when there is none, arranges that `fd` becomes readable (poll(2),
+  // POLLIN) as soon as there is, or Wakeup is called; the caller then
+  // sleeps in poll on the fds of all its transports, at most
+  // `max_sleep_ms` (-1: no limit of this transport's), calls DisarmWait on
+  // every transport it armed, and drives each with Progress(0). `ready`:
+  // the last look found work (or a Wakeup), so do not sleep. fd -1: this
+  // transport cannot be waited on that way (the default); the caller waits
+  // in its Progress instead. Called from the thread that drives Progress.
+  struct WaitArm {
+    int fd = -1;
+    bool ready = false;
+    int max_sleep_ms = -1;
+  };
+  virtual Status ArmWait(WaitArm* arm) {
+    *arm = WaitArm();
+    return Status::Ok();
+  }
+  virtual void DisarmWait() {}
 
   // Closes every connection at once so that peers see the failure quickly
   // (used on abort and after an error). After it returns the transport never

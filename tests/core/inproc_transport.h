@@ -114,6 +114,8 @@ class BorrowedTransport : public Transport {
   bool InFlight() const override { return inner_->InFlight(); }
   Status SetCarriers(const std::vector<Carrier>& carriers) override { return inner_->SetCarriers(carriers); }
   void Wakeup() override { inner_->Wakeup(); }
+  Status ArmWait(WaitArm* arm) override { return inner_->ArmWait(arm); }
+  void DisarmWait() override { inner_->DisarmWait(); }
   void Shutdown() override { inner_->Shutdown(); }
 
  protected:

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "transports/shm/shm_layout.h"
+#include "transports/shm/shm_wake_socket.h"
 
 namespace chorus {
 namespace shm {
@@ -26,10 +27,15 @@ inline void FutexWakeAll(std::atomic<uint32_t>* word) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-// Wakes the owner of `header` unconditionally (Wakeup, Shutdown).
+// Wakes the owner of `header` unconditionally (Wakeup, Shutdown), on its
+// futex and, when it sleeps in poll on its wake socket, there too. The
+// seq_cst bump then load pairs with the owner's store of `sleeping` then
+// load of the word (ShmTransport::ArmWait): either it sees the new word or
+// we see it asleep on the socket.
 inline void WakeOwner(SegmentHeader* header) {
-  header->futex_word.fetch_add(1, std::memory_order_release);
+  header->futex_word.fetch_add(1, std::memory_order_seq_cst);
   FutexWakeAll(&header->futex_word);
+  if (header->sleeping.load(std::memory_order_seq_cst) == kSleepingOnWakeSocket) SendWake(*header);
 }
 
 // After publishing work for the owner of `header`: wakes it only when it

@@ -11,6 +11,7 @@
 #include "transports/host_identity.h"
 #include "transports/shm/shm_futex.h"
 #include "transports/shm/shm_tsan.h"
+#include "transports/shm/shm_wake_socket.h"
 #include "transports/shm/shm_names.h"
 #include "transports/shm/shm_peer.h"
 #include "transports/socket/socket.h"
@@ -262,6 +263,41 @@ Status ShmTransport::SleepOnce(int64_t timeout_us, bool* progressed) {
   }
   own->sleeping.store(0, std::memory_order_relaxed);
   return status;
+}
+
+Status ShmTransport::ArmWait(WaitArm* arm) {
+  *arm = WaitArm();
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("shm transport was shut down"));
+  if (!connected_) return InvalidUsage("shm transport: ArmWait before Connect");
+  if (!wake_socket_opened_) {
+    wake_socket_opened_ = true;
+    wake_socket_ = Socket(shm::OpenWakeSocket(*header()));
+  }
+  if (!wake_socket_.valid()) return Status::Ok();  // fd -1: the caller waits in Progress
+  bool progressed = false;
+  CHORUS_RETURN_IF_ERROR(CheckPeers(/*force=*/true, &progressed));
+  shm::SegmentHeader* own = header();
+  const uint32_t word = own->futex_word.load(std::memory_order_seq_cst);
+  own->sleeping.store(shm::kSleepingOnWakeSocket, std::memory_order_seq_cst);
+  // As SleepOnce: either a peer sees the flag (and sends to the socket) or
+  // this last look sees its work; a WakeOwner that saw no flag moved the word.
+  if (tuning_.before_last_look) tuning_.before_last_look();
+  Status status = PumpAll(&progressed);
+  arm->fd = wake_socket_.fd();
+  arm->ready = !status.ok() || progressed || wakeup_requested_.exchange(false) || shut_down_.load() ||
+               own->futex_word.load(std::memory_order_seq_cst) != word;
+  // A peer that dies wakes nobody: with requests pending, look again after
+  // a slice, as Wait does.
+  bool pending = false;
+  for (Peer* peer : connected_peers_) pending = pending || !peer->idle();
+  if (pending) arm->max_sleep_ms = static_cast<int>(kPendingSleepSliceUs / 1000);
+  return status;
+}
+
+void ShmTransport::DisarmWait() {
+  if (segment_ != nullptr) header()->sleeping.store(0, std::memory_order_relaxed);
+  if (wake_socket_.valid()) shm::DrainWakeSocket(wake_socket_.fd());
 }
 
 void ShmTransport::Wakeup() {

@@ -46,6 +46,7 @@
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_wait_policy.h"
+#include "transports/socket/socket.h"
 #include "transports/transport.h"
 
 namespace chorus {
@@ -98,6 +99,10 @@ class ShmTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
+  // The wait on several transports (transport.h): the fd is this segment's
+  // wake socket (shm_wake_socket.h), opened at the first call.
+  Status ArmWait(WaitArm* arm) override;
+  void DisarmWait() override;
   void Shutdown() override;
   // Writes the notice into every peer's segment (shm_layout.h), then shuts
   // down; any thread may call it.
@@ -169,6 +174,8 @@ class ShmTransport : public Transport {
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> wakeup_requested_{false};
   std::unique_ptr<shm::ShmBoard> board_;
+  Socket wake_socket_;  // ArmWait's fd; invalid until the first ArmWait (or if refused)
+  bool wake_socket_opened_ = false;
 };
 
 }  // namespace chorus

@@ -321,6 +321,24 @@ Status TcpTransport::Progress(int timeout_ms) {
   return Status::Ok();
 }
 
+Status TcpTransport::ArmWait(WaitArm* arm) {
+  *arm = WaitArm();
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("TCP transport was shut down"));
+  if (!connected_) return InvalidUsage("TCP transport: ArmWait before Connect");
+  // The last look: sends posted since the last sweep go out, events
+  // already queued are taken. Nothing to arm: edge-triggered lane events
+  // and the level-triggered eventfd stay queued in the set until
+  // WaitForEvents takes them.
+  bool progressed = false, lane_events = false, woken = false;
+  CHORUS_RETURN_IF_ERROR(ProgressLanes(&progressed));
+  CHORUS_RETURN_IF_ERROR(WaitForEvents(0, &lane_events, &woken));
+  if (lane_events) CHORUS_RETURN_IF_ERROR(ProgressLanes(&progressed));
+  arm->fd = epoll_.fd();
+  arm->ready = progressed || woken;
+  return Status::Ok();
+}
+
 void TcpTransport::Wakeup() {
   const uint64_t one = 1;
   // A full counter (EAGAIN) already means "wake up".
