@@ -131,7 +131,7 @@ fi
 if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
   echo "=== tsan: threaded shm, TCP, host stream, API and MPI drop-in tests under ThreadSanitizer"
   run_stage tsan env CHORUS_SANITIZE_LAYERS="core transports api mpi" \
-    CHORUS_SANITIZE_FILTER='/(host_stream|linked_stream|cuda_ipc_transport|cuda_ipc_comm|shm_transport|tcp_transport|heartbeat|concurrent_comms|p2p|silent_peer|revoke|unauthenticated_connections|mpi_interposer|mpi_hpcc)_test$' \
+    CHORUS_SANITIZE_FILTER='/(host_stream|linked_stream|cuda_ipc_transport|transport_mux_wait|cuda_ipc_comm|shm_transport|tcp_transport|heartbeat|concurrent_comms|p2p|silent_peer|revoke|unauthenticated_connections|mpi_interposer|mpi_hpcc)_test$' \
     scripts/sanitize.sh tsan
 fi
 

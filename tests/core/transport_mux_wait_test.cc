@@ -1,7 +1,8 @@
-// TransportMux's wait over shared memory and TCP together: ranks 0 and 1
-// share a "host" (shm between them), rank 2 reaches both over TCP, ranks as
-// threads. A wait ends as soon as either transport has something, and a
-// request the last look before sleeping completes is not slept on.
+// TransportMux's wait over shared memory and a network transport together:
+// ranks 0 and 1 share a "host" (shm between them), rank 2 reaches both over
+// TCP (or UCX over its tcp, when built with UCX), ranks as threads. A wait
+// ends as soon as either transport has something, and a request the last
+// look before sleeping completes is not slept on.
 #include "core/transport_mux.h"
 
 #include <atomic>
@@ -12,9 +13,13 @@
 
 #include <gtest/gtest.h>
 
+#include "chorus_build_config.h"
 #include "tests/core/inproc_transport.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
+#if CHORUS_HAVE_UCX
+#include "transports/ucx/ucx_transport.h"
+#endif
 
 namespace chorus {
 namespace {
@@ -28,9 +33,28 @@ constexpr int kLongWaitMs = 8000;
 
 bool SameHost(int a, int b) { return a < 2 && b < 2; }
 
-class MuxWaitTest : public ::testing::Test {
+// The transport between the "hosts": "tcp" or "ucx".
+class MuxWaitTest : public ::testing::TestWithParam<std::string> {
  protected:
+  Status CreateNetwork(const TransportOptions& options, std::unique_ptr<Transport>* transport) {
+#if CHORUS_HAVE_UCX
+    if (GetParam() == "ucx") {
+      UcxOptions ucx;
+      static_cast<TransportOptions&>(ucx) = options;
+      ucx.tls = "tcp";
+      return CreateUcxTransport(ucx, transport);
+    }
+#endif
+    TcpOptions tcp;
+    static_cast<TransportOptions&>(tcp) = options;
+    tcp.ifname = "lo";
+    return CreateTcpTransport(tcp, transport);
+  }
+
   void SetUp() override {
+#if !CHORUS_HAVE_UCX
+    if (GetParam() == "ucx") GTEST_SKIP() << "Chorus was built without UCX (libucx-dev)";
+#endif
     std::vector<std::string> shm_addresses(kRanks), tcp_addresses(kRanks);
     for (int r = 0; r < kRanks; ++r) {
       TransportOptions options;
@@ -41,10 +65,7 @@ class MuxWaitTest : public ::testing::Test {
         ASSERT_TRUE(CreateShmTransport(options, &shm_[r]).ok());
         shm_addresses[r] = shm_[r]->LocalAddress();
       }
-      TcpOptions tcp;
-      static_cast<TransportOptions&>(tcp) = options;
-      tcp.ifname = "lo";
-      ASSERT_TRUE(CreateTcpTransport(tcp, &tcp_[r]).ok());
+      ASSERT_TRUE(CreateNetwork(options, &tcp_[r]).ok());
       tcp_addresses[r] = tcp_[r]->LocalAddress();
     }
     std::vector<Status> results(kRanks);
@@ -97,7 +118,7 @@ class MuxWaitTest : public ::testing::Test {
     });
   }
 
-  std::unique_ptr<Transport> shm_[kRanks], tcp_[kRanks];
+  std::unique_ptr<Transport> shm_[kRanks], tcp_[kRanks];  // tcp_: the network transport, TCP or UCX
   std::unique_ptr<TransportMux> mux_[kRanks];
 };
 
@@ -132,17 +153,17 @@ void ExpectWaitEndsOnMessage(MuxWaitTest* test, TransportMux* mux, int from, std
   (void)test;
 }
 
-TEST_F(MuxWaitTest, ATcpMessageEndsAWaitArmedOnSharedMemoryToo) {
+TEST_P(MuxWaitTest, ANetworkMessageEndsAWaitArmedOnSharedMemoryToo) {
   std::vector<uint8_t> data = Payload(100000, 1);
   ExpectWaitEndsOnMessage(this, mux_[0].get(), 2, SendLater(2, 0, &data, 200), data);
 }
 
-TEST_F(MuxWaitTest, ASharedMemoryMessageEndsAWaitArmedOnTcpToo) {
+TEST_P(MuxWaitTest, ASharedMemoryMessageEndsAWaitArmedOnTheNetworkToo) {
   std::vector<uint8_t> data = Payload(100000, 2);
   ExpectWaitEndsOnMessage(this, mux_[0].get(), 1, SendLater(1, 0, &data, 200), data);
 }
 
-TEST_F(MuxWaitTest, WakeupEndsAWait) {
+TEST_P(MuxWaitTest, WakeupEndsAWait) {
   std::atomic<bool> returned{false};
   const Clock::time_point start = Clock::now();
   std::thread waiter([&] {
@@ -157,7 +178,7 @@ TEST_F(MuxWaitTest, WakeupEndsAWait) {
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(kLongWaitMs / 2));
 }
 
-TEST_F(MuxWaitTest, ARequestTheLastLookCompletesIsNotSleptOn) {
+TEST_P(MuxWaitTest, ARequestTheLastLookCompletesIsNotSleptOn) {
   // The message is in rank 0's socket before it waits: the wait's last look
   // completes the receive and must return, not sleep for the next event.
   std::vector<uint8_t> data = Payload(64, 3);
@@ -176,6 +197,9 @@ TEST_F(MuxWaitTest, ARequestTheLastLookCompletesIsNotSleptOn) {
   EXPECT_EQ(received, data);
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(kLongWaitMs / 2));
 }
+
+INSTANTIATE_TEST_SUITE_P(Network, MuxWaitTest, ::testing::Values("tcp", "ucx"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace chorus

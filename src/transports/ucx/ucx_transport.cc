@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -141,6 +142,13 @@ Status UcxTransport::Init() {
   if (status != UCS_OK) return UcxError(status, "ucp_worker_get_efd");
   wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
+  wait_set_ = Socket(::epoll_create1(EPOLL_CLOEXEC));
+  if (!wait_set_.valid()) return ErrnoError(errno, "epoll_create1");
+  for (int fd : {worker_fd_, wakeup_.fd()}) {
+    epoll_event event = {};
+    event.events = EPOLLIN;
+    if (::epoll_ctl(wait_set_.fd(), EPOLL_CTL_ADD, fd, &event) != 0) return ErrnoError(errno, "epoll_ctl(UCX wait set)");
+  }
 
   ucp_address_t* address = nullptr;
   size_t length = 0;
@@ -490,6 +498,35 @@ Status UcxTransport::Progress(int timeout_ms) {
   CHORUS_RETURN_IF_ERROR(Sleep(lock, timeout_ms));
   if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
   return Drive(&progressed);
+}
+
+Status UcxTransport::ArmWait(WaitArm* arm) {
+  *arm = WaitArm();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
+  if (!connected_) return InvalidUsage("UCX transport: ArmWait before Connect");
+  bool progressed = false;
+  CHORUS_RETURN_IF_ERROR(Drive(&progressed));
+  arm->fd = wait_set_.fd();
+  if (progressed) {
+    arm->ready = true;
+    return Status::Ok();
+  }
+  const ucs_status_t armed = ucp_worker_arm(worker_);
+  if (armed == UCS_ERR_BUSY) {
+    arm->ready = true;  // events arrived meanwhile: look again
+    return Status::Ok();
+  }
+  if (armed != UCS_OK) return Fail(UcxError(armed, "ucp_worker_arm"));
+  return Status::Ok();
+}
+
+void UcxTransport::DisarmWait() {
+  // A Wakeup before or during the wait has done its work: the wait ended.
+  uint64_t ignored;
+  while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
+  }
 }
 
 void UcxTransport::Wakeup() {

@@ -65,6 +65,10 @@ class UcxTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
+  // The wait on several transports (transport.h): the fd is an epoll set of
+  // the worker's event fd (armed with ucp_worker_arm) and the Wakeup eventfd.
+  Status ArmWait(WaitArm* arm) override;
+  void DisarmWait() override;
   void Shutdown() override;
 
  private:
@@ -109,6 +113,7 @@ class UcxTransport : public Transport {
   ucp_worker_h worker_ = nullptr;
   int worker_fd_ = -1;  // owned by the worker
   Socket wakeup_;       // eventfd; not a socket, but the same close-on-destroy ownership
+  Socket wait_set_;     // epoll set of worker_fd_ and wakeup_, ArmWait's fd
   std::string local_address_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for self and peers of other transports
   std::deque<Op> ops_;                        // stable addresses; UCP callbacks point into them
