@@ -136,8 +136,8 @@ if [ "${CHORUS_TEST_SANITIZERS:-1}" != 0 ]; then
 fi
 
 # The verbs transport's device tests on a soft-RoCE device in a qemu guest
-# (docs/rdma.md), then the API's conformance and failure tests over
-# CHORUS_TRANSPORT=ibverbs in the same boot, up to 3 ranks (the emulated
+# (docs/rdma.md), the mux waiting on shm and verbs at once, then the API's
+# conformance and failure tests over CHORUS_TRANSPORT=ibverbs in the same boot, up to 3 ranks (the emulated
 # guest takes minutes over the 4-, 5- and 8-rank cases; docs/testing.md has
 # the full run); about 4 minutes in all. One "rdma-vm: skipped (<why>)" line
 # where no guest can be had. CHORUS_RDMA_VM=0 skips them.
@@ -150,6 +150,6 @@ done
 run_stage rdma env CHORUS_RDMA_VM_TIMEOUT=$((2 * TEST_TIMEOUT_S)) CHORUS_TRANSPORT=ibverbs \
   GTEST_FILTER='-*4ranks*:*5ranks*:*8ranks*' scripts/rdma-vm-tests.sh \
   "$CHORUS_BUILD_DIR/tests/transports/ibverbs_transport_test" "$CHORUS_BUILD_DIR/tests/transports/ibverbs_direct_test" \
-  "$CHORUS_BUILD_DIR/tests/api/ibverbs_selection_test" \
+  "$CHORUS_BUILD_DIR/tests/api/ibverbs_selection_test" "$CHORUS_BUILD_DIR/tests/core/transport_mux_wait_test" \
   "${rdma_api_tests[@]}"
 finish

@@ -1,6 +1,7 @@
 // TransportMux's wait over shared memory and a network transport together:
 // ranks 0 and 1 share a "host" (shm between them), rank 2 reaches both over
-// TCP (or UCX over its tcp, when built with UCX), ranks as threads. A wait
+// TCP, UCX over its tcp (when built with UCX) or ibverbs (with an RDMA
+// device: the soft-RoCE stage of ./test.sh), ranks as threads. A wait
 // ends as soon as either transport has something, and a request the last
 // look before sleeping completes is not slept on.
 #include "core/transport_mux.h"
@@ -20,6 +21,9 @@
 #if CHORUS_HAVE_UCX
 #include "transports/ucx/ucx_transport.h"
 #endif
+#if CHORUS_HAVE_IBVERBS
+#include "tests/transports/ib_test_util.h"
+#endif
 
 namespace chorus {
 namespace {
@@ -33,7 +37,7 @@ constexpr int kLongWaitMs = 8000;
 
 bool SameHost(int a, int b) { return a < 2 && b < 2; }
 
-// The transport between the "hosts": "tcp" or "ucx".
+// The transport between the "hosts": "tcp", "ucx" or "ibverbs".
 class MuxWaitTest : public ::testing::TestWithParam<std::string> {
  protected:
   Status CreateNetwork(const TransportOptions& options, std::unique_ptr<Transport>* transport) {
@@ -45,6 +49,13 @@ class MuxWaitTest : public ::testing::TestWithParam<std::string> {
       return CreateUcxTransport(ucx, transport);
     }
 #endif
+#if CHORUS_HAVE_IBVERBS
+    if (GetParam() == "ibverbs") {
+      IbOptions ib = ib_test::Options(options.rank, options.nranks);
+      static_cast<TransportOptions&>(ib) = options;
+      return CreateIbTransport(ib, transport);
+    }
+#endif
     TcpOptions tcp;
     static_cast<TransportOptions&>(tcp) = options;
     tcp.ifname = "lo";
@@ -54,6 +65,11 @@ class MuxWaitTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
 #if !CHORUS_HAVE_UCX
     if (GetParam() == "ucx") GTEST_SKIP() << "Chorus was built without UCX (libucx-dev)";
+#endif
+#if CHORUS_HAVE_IBVERBS
+    if (GetParam() == "ibverbs" && !ib_test::NoDeviceReason().empty()) GTEST_SKIP() << ib_test::NoDeviceReason();
+#else
+    if (GetParam() == "ibverbs") GTEST_SKIP() << "Chorus was built without libibverbs (libibverbs-dev)";
 #endif
     std::vector<std::string> shm_addresses(kRanks), tcp_addresses(kRanks);
     for (int r = 0; r < kRanks; ++r) {
@@ -198,7 +214,7 @@ TEST_P(MuxWaitTest, ARequestTheLastLookCompletesIsNotSleptOn) {
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(kLongWaitMs / 2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Network, MuxWaitTest, ::testing::Values("tcp", "ucx"),
+INSTANTIATE_TEST_SUITE_P(Network, MuxWaitTest, ::testing::Values("tcp", "ucx", "ibverbs"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -442,12 +442,29 @@ Status IbTransport::Drive(bool* progressed) {
   return CheckPeers();
 }
 
-Status IbTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
+Status IbTransport::ArmCompletionEvent(bool* found) {
   if (ibv_req_notify_cq(cq_, 0) != 0) return SystemError("ibverbs transport: ibv_req_notify_cq failed");
   // Completions that came between the last poll and arming raise no event.
   bool progressed = false;
   Status status;
-  if (PollCompletions(&progressed, &status) > 0 || !status.ok()) return status;
+  *found = PollCompletions(&progressed, &status) > 0;
+  return status;
+}
+
+void IbTransport::TakeCompletionEvents() {
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  while (ibv_get_cq_event(channel_, &cq, &context) == 0) ++unacked_events_;
+  if (unacked_events_ >= 64) {
+    ibv_ack_cq_events(cq_, unacked_events_);
+    unacked_events_ = 0;
+  }
+}
+
+Status IbTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
+  bool found = false;
+  CHORUS_RETURN_IF_ERROR(ArmCompletionEvent(&found));
+  if (found) return Status::Ok();
   pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {wakeup_.fd(), POLLIN, 0}};
   lock.unlock();
   const int ready = ::poll(fds, 2, timeout_ms);
@@ -459,16 +476,34 @@ Status IbTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
   }
   lock.lock();
   if (ready < 0 && poll_errno != EINTR) return ErrnoError(poll_errno, "poll(completion channel)");
-  if (fds[0].revents != 0 && !torn_down_) {
-    ibv_cq* cq = nullptr;
-    void* context = nullptr;
-    while (ibv_get_cq_event(channel_, &cq, &context) == 0) ++unacked_events_;
-    if (unacked_events_ >= 64) {
-      ibv_ack_cq_events(cq_, unacked_events_);
-      unacked_events_ = 0;
-    }
-  }
+  if (fds[0].revents != 0 && !torn_down_) TakeCompletionEvents();
   return Status::Ok();
+}
+
+Status IbTransport::ArmWait(WaitArm* arm) {
+  *arm = WaitArm();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  if (shut_down_.load()) return Fail(InvalidUsage("ibverbs transport was shut down"));
+  if (!connected_) return InvalidUsage("ibverbs transport: ArmWait before Connect");
+  bool progressed = false;
+  Status status = Drive(&progressed);
+  if (!status.ok()) return Fail(status);
+  arm->fd = wait_set_.fd();
+  arm->max_sleep_ms = kProbeIntervalMs;  // wake in time to probe a silent peer we wait on
+  bool found = progressed;
+  if (!found) status = ArmCompletionEvent(&found);
+  if (!status.ok()) return Fail(status);
+  arm->ready = found;
+  return Status::Ok();
+}
+
+void IbTransport::DisarmWait() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t ignored;
+  while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
+  }
+  if (!torn_down_) TakeCompletionEvents();
 }
 
 Status IbTransport::Progress(int timeout_ms) {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -83,6 +84,15 @@ Status IbTransport::Init() {
   if (cq_ == nullptr) return ErrnoError(errno, StrCat("ibv_create_cq(", device_.name(), ", ", cqes, ")"));
   wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
+  wait_set_ = Socket(::epoll_create1(EPOLL_CLOEXEC));
+  if (!wait_set_.valid()) return ErrnoError(errno, "epoll_create1");
+  for (int fd : {channel_->fd, wakeup_.fd()}) {
+    epoll_event event = {};
+    event.events = EPOLLIN;
+    if (::epoll_ctl(wait_set_.fd(), EPOLL_CTL_ADD, fd, &event) != 0) {
+      return ErrnoError(errno, "epoll_ctl(ibverbs wait set)");
+    }
+  }
   psn_ = std::random_device()() & 0xffffff;
 
   ib::ConnectionBlob blob;

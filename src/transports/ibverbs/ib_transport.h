@@ -74,6 +74,11 @@ class IbTransport : public Transport {
   Endpoint* endpoint(int peer) override;
   Status Progress(int timeout_ms) override;
   void Wakeup() override;
+  // The wait on several transports (transport.h): the fd is an epoll set of
+  // the completion channel (armed with ibv_req_notify_cq) and the Wakeup
+  // eventfd; at most kProbeIntervalMs, to probe a silent peer in time.
+  Status ArmWait(WaitArm* arm) override;
+  void DisarmWait() override;
   void Shutdown() override;
   void ShutdownWithNotice(const CloseNotice& notice) override;
   bool ReceivedNotice(CloseNotice* notice) const override;
@@ -152,6 +157,11 @@ class IbTransport : public Transport {
   Status MakeRing(Peer* peer);
   Status CheckPeers();
   Status Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms);
+  // Requests the next completion event; *found: completions came since the
+  // last poll (they raise no event), so do not sleep. Holds mutex_.
+  Status ArmCompletionEvent(bool* found);
+  // Takes the completion channel's events, acknowledged in batches. Holds mutex_.
+  void TakeCompletionEvents();
   Status Fail(Status status);
   // Tells every live peer we close (with a notice, if any), lets go of
   // every request and stops the QPs. Holds mutex_.
@@ -164,6 +174,7 @@ class IbTransport : public Transport {
   ibv_cq* cq_ = nullptr;
   int unacked_events_ = 0;
   Socket wakeup_;  // eventfd
+  Socket wait_set_;  // epoll set of the completion channel and wakeup_, ArmWait's fd
   uint32_t psn_ = 0;
   uint32_t max_send_wr_ = 0;
   uint32_t max_recv_wr_ = 0;
