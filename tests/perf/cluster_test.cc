@@ -1,6 +1,6 @@
 // The emulated cluster of perf/cluster/: hosts as network namespaces with
-// rate-limited links, one rank per host over TCP. Needs root (ip netns, tc);
-// skipped without it.
+// rate-limited links, one or two ranks per host, the hosts over TCP. Needs
+// root (ip netns, tc); skipped without it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -35,6 +35,21 @@ TEST(EmulatedClusterTest, AllReduceAcrossThreeHostsIsCorrectAndTornDown) {
   EXPECT_NE(run.out.find("[host0] # chorus"), std::string::npos) << (run.out + run.err);
   EXPECT_NE(run.out.find("3 ranks in 3 processes"), std::string::npos) << (run.out + run.err);
   EXPECT_NE(run.out.find("[host0] # Out of bounds values : 0 OK"), std::string::npos) << (run.out + run.err);
+  ExpectTornDown(run);
+}
+
+// Two ranks per host: each rank reaches its neighbour over shared memory and
+// the other host over TCP, and waits on both at once (core/transport_mux.h).
+TEST(EmulatedClusterTest, AllReduceOverSharedMemoryAndTcpTogetherIsCorrect) {
+  const CliRun run = RunCommand("env CHORUS_DEBUG=INFO CHORUS_DEBUG_SUBSYS=INIT " + ClusterScript() +
+                                    " -n 2 -p 2 -r 1gbit -t 60 -- " + PerfBinary("all_reduce") +
+                                    " -b 8 -e 4M -f 8 -n 3 -w 1",
+                                120);
+  if (run.exit_code == 77) GTEST_SKIP() << "needs root with ip and tc: " << (run.out + run.err);
+  ASSERT_EQ(run.exit_code, 0) << (run.out + run.err);
+  EXPECT_NE(run.out.find("4 ranks in 4 processes"), std::string::npos) << (run.out + run.err);
+  EXPECT_NE(run.out.find("[host0/0] # Out of bounds values : 0 OK"), std::string::npos) << (run.out + run.err);
+  EXPECT_NE(run.out.find("rank 3/4 connected (0:tcp, 1:tcp, 2:shm;"), std::string::npos) << (run.out + run.err);
   ExpectTornDown(run);
 }
 
