@@ -108,9 +108,7 @@ Status TransportMux::LookAtAll(bool* ready) {
   *ready = false;
   for (Transport* transport : active_) {
     Transport::WaitArm arm;
-    Status status = transport->ArmWait(&arm);
-    transport->DisarmWait();
-    CHORUS_RETURN_IF_ERROR(status);
+    CHORUS_RETURN_IF_ERROR(transport->ArmWait(/*look_only=*/true, &arm));
     if (arm.fd < 0) waitable_ = false;
     if (arm.ready) *ready = true;
   }
@@ -150,7 +148,7 @@ Status TransportMux::WaitInAll(int timeout_ms) {
   int sleep_ms = timeout_ms;
   for (Transport* transport : active_) {
     Transport::WaitArm arm;
-    status = transport->ArmWait(&arm);
+    status = transport->ArmWait(/*look_only=*/false, &arm);
     ++armed;
     if (!status.ok() || arm.ready || arm.fd < 0) {
       ready = true;  // look again (and at a transport whose fd went away, by slices next time)

@@ -56,8 +56,8 @@ class TransportMux : public Transport {
   // Several active transports, nothing to do: looks at them all for a
   // while, then sleeps until any has work.
   Status WaitInAll(int timeout_ms);
-  // One look at every transport (ArmWait, DisarmWait): *ready when one
-  // moved something.
+  // One look at every transport (ArmWait, look only): *ready when one moved
+  // something.
   Status LookAtAll(bool* ready);
 
   std::vector<Transport*> active_;      // transports serving at least one peer

@@ -249,13 +249,17 @@ class Transport {
   // every transport it armed, and drives each with Progress(0). `ready`:
   // the last look found work (or a Wakeup), so do not sleep. fd -1: this
   // transport cannot be waited on that way (the default); the caller waits
-  // in its Progress instead. Called from the thread that drives Progress.
+  // in its Progress instead. With `look_only` the transport takes the same
+  // last look and reports it but arranges no wake-up (peers are not told to
+  // signal the fd), and no DisarmWait follows: the caller polls with it
+  // before it sleeps. Called from the thread that drives Progress.
   struct WaitArm {
     int fd = -1;
     bool ready = false;
     int max_sleep_ms = -1;
   };
-  virtual Status ArmWait(WaitArm* arm) {
+  virtual Status ArmWait(bool look_only, WaitArm* arm) {
+    (void)look_only;
     *arm = WaitArm();
     return Status::Ok();
   }

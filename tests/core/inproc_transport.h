@@ -114,7 +114,7 @@ class BorrowedTransport : public Transport {
   bool InFlight() const override { return inner_->InFlight(); }
   Status SetCarriers(const std::vector<Carrier>& carriers) override { return inner_->SetCarriers(carriers); }
   void Wakeup() override { inner_->Wakeup(); }
-  Status ArmWait(WaitArm* arm) override { return inner_->ArmWait(arm); }
+  Status ArmWait(bool look_only, WaitArm* arm) override { return inner_->ArmWait(look_only, arm); }
   void DisarmWait() override { inner_->DisarmWait(); }
   void Shutdown() override { inner_->Shutdown(); }
 

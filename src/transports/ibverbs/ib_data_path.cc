@@ -480,7 +480,7 @@ Status IbTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
   return Status::Ok();
 }
 
-Status IbTransport::ArmWait(WaitArm* arm) {
+Status IbTransport::ArmWait(bool look_only, WaitArm* arm) {
   *arm = WaitArm();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_.ok()) return error_;
@@ -492,7 +492,7 @@ Status IbTransport::ArmWait(WaitArm* arm) {
   arm->fd = wait_set_.fd();
   arm->max_sleep_ms = kProbeIntervalMs;  // wake in time to probe a silent peer we wait on
   bool found = progressed;
-  if (!found) status = ArmCompletionEvent(&found);
+  if (!found && !look_only) status = ArmCompletionEvent(&found);
   if (!status.ok()) return Fail(status);
   arm->ready = found;
   return Status::Ok();

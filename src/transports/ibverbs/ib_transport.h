@@ -77,7 +77,7 @@ class IbTransport : public Transport {
   // The wait on several transports (transport.h): the fd is an epoll set of
   // the completion channel (armed with ibv_req_notify_cq) and the Wakeup
   // eventfd; at most kProbeIntervalMs, to probe a silent peer in time.
-  Status ArmWait(WaitArm* arm) override;
+  Status ArmWait(bool look_only, WaitArm* arm) override;
   void DisarmWait() override;
   void Shutdown() override;
   void ShutdownWithNotice(const CloseNotice& notice) override;

@@ -265,7 +265,7 @@ Status ShmTransport::SleepOnce(int64_t timeout_us, bool* progressed) {
   return status;
 }
 
-Status ShmTransport::ArmWait(WaitArm* arm) {
+Status ShmTransport::ArmWait(bool look_only, WaitArm* arm) {
   *arm = WaitArm();
   if (!error_.ok()) return error_;
   if (shut_down_.load()) return Fail(InvalidUsage("shm transport was shut down"));
@@ -277,6 +277,12 @@ Status ShmTransport::ArmWait(WaitArm* arm) {
   if (!wake_socket_.valid()) return Status::Ok();  // fd -1: the caller waits in Progress
   bool progressed = false;
   CHORUS_RETURN_IF_ERROR(CheckPeers(/*force=*/true, &progressed));
+  if (look_only) {
+    Status status = PumpAll(&progressed);
+    arm->fd = wake_socket_.fd();
+    arm->ready = !status.ok() || progressed || wakeup_requested_.exchange(false);
+    return status;
+  }
   shm::SegmentHeader* own = header();
   const uint32_t word = own->futex_word.load(std::memory_order_seq_cst);
   own->sleeping.store(shm::kSleepingOnWakeSocket, std::memory_order_seq_cst);

@@ -101,7 +101,7 @@ class ShmTransport : public Transport {
   void Wakeup() override;
   // The wait on several transports (transport.h): the fd is this segment's
   // wake socket (shm_wake_socket.h), opened at the first call.
-  Status ArmWait(WaitArm* arm) override;
+  Status ArmWait(bool look_only, WaitArm* arm) override;
   void DisarmWait() override;
   void Shutdown() override;
   // Writes the notice into every peer's segment (shm_layout.h), then shuts

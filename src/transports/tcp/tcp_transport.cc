@@ -321,7 +321,8 @@ Status TcpTransport::Progress(int timeout_ms) {
   return Status::Ok();
 }
 
-Status TcpTransport::ArmWait(WaitArm* arm) {
+Status TcpTransport::ArmWait(bool look_only, WaitArm* arm) {
+  (void)look_only;  // the same either way: nothing to arm
   *arm = WaitArm();
   if (!error_.ok()) return error_;
   if (shut_down_.load()) return Fail(InvalidUsage("TCP transport was shut down"));

@@ -52,7 +52,7 @@ class TcpTransport : public Transport {
   void Wakeup() override;
   // The wait on several transports (transport.h): the fd is the epoll set,
   // readable while it holds events (a lane's or Wakeup's) not yet taken.
-  Status ArmWait(WaitArm* arm) override;
+  Status ArmWait(bool look_only, WaitArm* arm) override;
   void Shutdown() override;
   // One notice per peer, on a lane where no message is half sent.
   void ShutdownWithNotice(const CloseNotice& notice) override;

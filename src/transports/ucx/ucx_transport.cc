@@ -500,7 +500,7 @@ Status UcxTransport::Progress(int timeout_ms) {
   return Drive(&progressed);
 }
 
-Status UcxTransport::ArmWait(WaitArm* arm) {
+Status UcxTransport::ArmWait(bool look_only, WaitArm* arm) {
   *arm = WaitArm();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_.ok()) return error_;
@@ -509,8 +509,8 @@ Status UcxTransport::ArmWait(WaitArm* arm) {
   bool progressed = false;
   CHORUS_RETURN_IF_ERROR(Drive(&progressed));
   arm->fd = wait_set_.fd();
-  if (progressed) {
-    arm->ready = true;
+  if (progressed || look_only) {
+    arm->ready = progressed;
     return Status::Ok();
   }
   const ucs_status_t armed = ucp_worker_arm(worker_);

@@ -67,7 +67,7 @@ class UcxTransport : public Transport {
   void Wakeup() override;
   // The wait on several transports (transport.h): the fd is an epoll set of
   // the worker's event fd (armed with ucp_worker_arm) and the Wakeup eventfd.
-  Status ArmWait(WaitArm* arm) override;
+  Status ArmWait(bool look_only, WaitArm* arm) override;
   void DisarmWait() override;
   void Shutdown() override;
 
