@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "transports/ibverbs/ib_peer.h"
+#include "transports/socket/wake_fds.h"
 
 namespace chorus {
 
@@ -469,11 +470,7 @@ Status IbTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
   lock.unlock();
   const int ready = ::poll(fds, 2, timeout_ms);
   const int poll_errno = errno;
-  if (fds[1].revents != 0) {
-    uint64_t ignored;
-    while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
-    }
-  }
+  if (fds[1].revents != 0) DrainWakeupFd(wakeup_.fd());
   lock.lock();
   if (ready < 0 && poll_errno != EINTR) return ErrnoError(poll_errno, "poll(completion channel)");
   if (fds[0].revents != 0 && !torn_down_) TakeCompletionEvents();
@@ -500,9 +497,7 @@ Status IbTransport::ArmWait(bool look_only, WaitArm* arm) {
 
 void IbTransport::DisarmWait() {
   std::lock_guard<std::mutex> lock(mutex_);
-  uint64_t ignored;
-  while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
-  }
+  DrainWakeupFd(wakeup_.fd());
   if (!torn_down_) TakeCompletionEvents();
 }
 
@@ -523,10 +518,7 @@ Status IbTransport::Progress(int timeout_ms) {
   return status.ok() ? status : Fail(status);
 }
 
-void IbTransport::Wakeup() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
-}
+void IbTransport::Wakeup() { SignalWakeupFd(wakeup_.fd()); }
 
 IbTransport::RingCounts IbTransport::ring_counts() {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -3,8 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +13,7 @@
 
 #include "base/log.h"
 #include "transports/ibverbs/ib_peer.h"
+#include "transports/socket/wake_fds.h"
 
 namespace chorus {
 
@@ -82,17 +81,8 @@ Status IbTransport::Init() {
   }
   cq_ = ibv_create_cq(device_.context(), static_cast<int>(cqes), nullptr, channel_, 0);
   if (cq_ == nullptr) return ErrnoError(errno, StrCat("ibv_create_cq(", device_.name(), ", ", cqes, ")"));
-  wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
-  wait_set_ = Socket(::epoll_create1(EPOLL_CLOEXEC));
-  if (!wait_set_.valid()) return ErrnoError(errno, "epoll_create1");
-  for (int fd : {channel_->fd, wakeup_.fd()}) {
-    epoll_event event = {};
-    event.events = EPOLLIN;
-    if (::epoll_ctl(wait_set_.fd(), EPOLL_CTL_ADD, fd, &event) != 0) {
-      return ErrnoError(errno, "epoll_ctl(ibverbs wait set)");
-    }
-  }
+  CHORUS_RETURN_IF_ERROR(CreateWakeupFd(&wakeup_));
+  CHORUS_RETURN_IF_ERROR(CreateWaitSet({channel_->fd, wakeup_.fd()}, "ibverbs wait set", &wait_set_));
   psn_ = std::random_device()() & 0xffffff;
 
   ib::ConnectionBlob blob;

@@ -1,7 +1,6 @@
 #include "transports/tcp/tcp_transport.h"
 
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "base/log.h"
 #include "base/spin_wait.h"
 #include "transports/socket/interface.h"
+#include "transports/socket/wake_fds.h"
 #include "transports/tcp/tcp_interface_choice.h"
 #include "transports/tcp/tcp_mesh.h"
 
@@ -84,17 +84,10 @@ Status TcpTransport::Listen() {
   CHORUS_RETURN_IF_ERROR(listener_.LocalAddress(&bound));
   local_address_ = bound.ToString();
 
-  epoll_ = Socket(::epoll_create1(EPOLL_CLOEXEC));
-  if (!epoll_.valid()) return ErrnoError(errno, "epoll_create1");
-  wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
-  epoll_event event = {};
-  event.events = EPOLLIN;
-  event.data.ptr = nullptr;  // marks the wakeup fd
-  if (::epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, wakeup_.fd(), &event) != 0) {
-    return ErrnoError(errno, "epoll_ctl(eventfd)");
-  }
-  return Status::Ok();
+  CHORUS_RETURN_IF_ERROR(CreateWakeupFd(&wakeup_));
+  // The wakeup fd's event carries a null pointer, which marks it; the lanes
+  // join at Connect.
+  return CreateWaitSet({wakeup_.fd()}, "eventfd", &epoll_);
 }
 
 Status TcpTransport::Connect(const std::vector<std::string>& addresses, Deadline deadline) {
@@ -272,9 +265,7 @@ Status TcpTransport::WaitForEvents(int timeout_ms, bool* lane_events, bool* woke
   bool hung_up = false;
   for (int i = 0; i < count; ++i) {
     if (events[i].data.ptr == nullptr) {
-      uint64_t ignored;
-      while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
-      }
+      DrainWakeupFd(wakeup_.fd());
       if (woken != nullptr) *woken = true;
       continue;
     }
@@ -340,11 +331,7 @@ Status TcpTransport::ArmWait(bool look_only, WaitArm* arm) {
   return Status::Ok();
 }
 
-void TcpTransport::Wakeup() {
-  const uint64_t one = 1;
-  // A full counter (EAGAIN) already means "wake up".
-  [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
-}
+void TcpTransport::Wakeup() { SignalWakeupFd(wakeup_.fd()); }
 
 void TcpTransport::Shutdown() {
   {

@@ -1,9 +1,8 @@
+// UcxTransport: the UCP context and worker, connecting, posting transfers,
+// driving the worker and finishing completed transfers (Drive), tear-down.
+// Its waits (Progress, ArmWait, Wakeup): ucx_progress.cc.
 #include "transports/ucx/ucx_transport.h"
 
-#include <poll.h>
-#include <sched.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +10,9 @@
 
 #include "base/log.h"
 #include "transports/host_identity.h"
+#include "transports/socket/wake_fds.h"
 #include "transports/ucx/ucx_address.h"
+#include "transports/ucx/ucx_status.h"
 
 namespace chorus {
 
@@ -62,10 +63,6 @@ std::string PeerLabel(int rank) { return StrCat("rank ", rank); }
 
 // See Init.
 constexpr const char* kTcpRxSegmentSize = "512K";
-
-Status UcxError(ucs_status_t status, const std::string& what) {
-  return SystemError("UCX transport: ", what, ": ", ucs_status_string(status));
-}
 
 // What UCP reports for a transfer whose peer died or became unreachable.
 bool IsPeerFailure(ucs_status_t status) {
@@ -140,15 +137,8 @@ Status UcxTransport::Init() {
   if (status != UCS_OK) return UcxError(status, "ucp_worker_create");
   status = ucp_worker_get_efd(worker_, &worker_fd_);
   if (status != UCS_OK) return UcxError(status, "ucp_worker_get_efd");
-  wakeup_ = Socket(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wakeup_.valid()) return ErrnoError(errno, "eventfd");
-  wait_set_ = Socket(::epoll_create1(EPOLL_CLOEXEC));
-  if (!wait_set_.valid()) return ErrnoError(errno, "epoll_create1");
-  for (int fd : {worker_fd_, wakeup_.fd()}) {
-    epoll_event event = {};
-    event.events = EPOLLIN;
-    if (::epoll_ctl(wait_set_.fd(), EPOLL_CTL_ADD, fd, &event) != 0) return ErrnoError(errno, "epoll_ctl(UCX wait set)");
-  }
+  CHORUS_RETURN_IF_ERROR(CreateWakeupFd(&wakeup_));
+  CHORUS_RETURN_IF_ERROR(CreateWaitSet({worker_fd_, wakeup_.fd()}, "UCX wait set", &wait_set_));
 
   ucp_address_t* address = nullptr;
   size_t length = 0;
@@ -394,21 +384,6 @@ Status UcxTransport::FinishOp(Op* op) {
   return Status::Ok();
 }
 
-namespace {
-
-// How long a worker that found work a moment ago is driven before its
-// transport sleeps on the worker's file descriptor. Over UCX's tcp a
-// message of a megabyte moves a socket buffer at a time, each step needing
-// a progress call: sleeping between the steps and waking on the fd halved
-// the bandwidth (ucx_perftest tag_bw at 1 MiB on one host: 6.1 GB/s
-// polling, 3.0-3.6 with -E sleep). A worker idle this long is waiting for
-// a peer, not for its sockets.
-constexpr std::chrono::microseconds kIdleBeforeSleep{100};
-// How often that driving yields the core.
-constexpr std::chrono::microseconds kYieldEvery{20};
-
-}  // namespace
-
 Status UcxTransport::Drive(bool* progressed, bool* active) {
   // Bounded: a peer streaming at us must not keep completions from being reaped.
   for (int round = 0; round < 64 && ucp_worker_progress(worker_) != 0; ++round) {
@@ -438,101 +413,6 @@ Status UcxTransport::Drive(bool* progressed, bool* active) {
     if (op->peer->gone()) return Fail(PeerFailure(*op->peer));
   }
   return Status::Ok();
-}
-
-Status UcxTransport::Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms) {
-  const ucs_status_t armed = ucp_worker_arm(worker_);
-  if (armed == UCS_ERR_BUSY) return Status::Ok();  // events arrived meanwhile: no sleep
-  if (armed != UCS_OK) return Fail(UcxError(armed, "ucp_worker_arm"));
-  pollfd fds[2] = {{worker_fd_, POLLIN, 0}, {wakeup_.fd(), POLLIN, 0}};
-  lock.unlock();
-  const int ready = ::poll(fds, 2, timeout_ms);
-  const int poll_errno = errno;
-  if (fds[1].revents != 0) {
-    uint64_t ignored;
-    while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
-    }
-  }
-  lock.lock();
-  if (ready < 0 && poll_errno != EINTR) return Fail(ErrnoError(poll_errno, "poll(UCX worker)"));
-  return Status::Ok();
-}
-
-Status UcxTransport::DriveWhileActive(std::chrono::steady_clock::time_point until, bool* progressed) {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point last_active = Clock::now(), last_yield = last_active;
-  while (!inflight_.empty()) {
-    bool active = false;
-    CHORUS_RETURN_IF_ERROR(Drive(progressed, &active));
-    if (*progressed) return Status::Ok();
-    const Clock::time_point now = Clock::now();
-    if (active) last_active = now;
-    if (now - last_active >= kIdleBeforeSleep || now >= until) break;
-    // UCX's own thread (connection set-up, keepalive) must get a core now
-    // and then, or a wire-up waits for the scheduler to preempt us.
-    if (now - last_yield >= kYieldEvery) {
-      ::sched_yield();
-      last_yield = now;
-    }
-  }
-  return Status::Ok();
-}
-
-Status UcxTransport::Progress(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!error_.ok()) return error_;
-  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
-  if (!connected_) return InvalidUsage("UCX transport: Progress before Connect");
-  bool progressed = false;
-  CHORUS_RETURN_IF_ERROR(Drive(&progressed));
-  if (progressed || timeout_ms <= 0) return Status::Ok();
-  if (!shares_cores_) {
-    // Ranks that share cores need them to move their own bytes: no polling.
-    const auto start = std::chrono::steady_clock::now();
-    CHORUS_RETURN_IF_ERROR(DriveWhileActive(start + std::chrono::milliseconds(timeout_ms), &progressed));
-    if (progressed) return Status::Ok();
-    timeout_ms -= static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
-    if (timeout_ms <= 0) return Status::Ok();
-  }
-  CHORUS_RETURN_IF_ERROR(Sleep(lock, timeout_ms));
-  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
-  return Drive(&progressed);
-}
-
-Status UcxTransport::ArmWait(bool look_only, WaitArm* arm) {
-  *arm = WaitArm();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!error_.ok()) return error_;
-  if (shut_down_.load()) return Fail(InvalidUsage("UCX transport was shut down"));
-  if (!connected_) return InvalidUsage("UCX transport: ArmWait before Connect");
-  bool progressed = false;
-  CHORUS_RETURN_IF_ERROR(Drive(&progressed));
-  arm->fd = wait_set_.fd();
-  if (progressed || look_only) {
-    arm->ready = progressed;
-    return Status::Ok();
-  }
-  const ucs_status_t armed = ucp_worker_arm(worker_);
-  if (armed == UCS_ERR_BUSY) {
-    arm->ready = true;  // events arrived meanwhile: look again
-    return Status::Ok();
-  }
-  if (armed != UCS_OK) return Fail(UcxError(armed, "ucp_worker_arm"));
-  return Status::Ok();
-}
-
-void UcxTransport::DisarmWait() {
-  // A Wakeup before or during the wait has done its work: the wait ended.
-  uint64_t ignored;
-  while (::read(wakeup_.fd(), &ignored, sizeof(ignored)) > 0) {
-  }
-}
-
-void UcxTransport::Wakeup() {
-  const uint64_t one = 1;
-  // A full counter (EAGAIN) already means "wake up".
-  [[maybe_unused]] ssize_t ignored = ::write(wakeup_.fd(), &one, sizeof(one));
 }
 
 Status UcxTransport::Fail(Status status) {

@@ -96,6 +96,9 @@ class UcxTransport : public Transport {
   // Sleeps until the worker has events, Wakeup is called or `timeout_ms`
   // passes; releases `lock` meanwhile.
   Status Sleep(std::unique_lock<std::mutex>& lock, int timeout_ms);
+  // ucp_worker_arm: *busy when events came since the worker was last
+  // driven (then do not sleep). Holds mutex_.
+  Status ArmWorker(bool* busy);
   Status WaitForRequests(std::unique_lock<std::mutex>& lock, std::vector<void*>* requests, Deadline deadline,
                          const char* what);
   Status Fail(Status status);
