@@ -307,6 +307,27 @@ chorusResult_t chorusCommRegister(const chorusComm_t comm, void* buff, size_t si
  *  for a handle that is not one of `comm` (or was deregistered already). */
 chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle);
 
+/**
+ * Allocates `size` bytes of host memory that ranks in other processes on
+ * this host read in place, as NCCL's ncclMemAlloc does for device memory: a
+ * message of 64 KiB or more sent from it over shared memory costs the
+ * receiver one copy (or one reduction) straight out of it instead of two
+ * through the transport's ring. Page-aligned, contents undefined; any
+ * buffer works with every call, this one is only faster. Communicators
+ * made after the first call and those made before both see it (the heap
+ * exists from the first of either). Not shared after the process forks
+ * (fork then keeps copy-on-write semantics and later calls fail).
+ * chorusInvalidArgument: `ptr` NULL or `size` 0; chorusSystemError: no
+ * shared heap (CHORUS_SHARED_HEAP=0, the system refused memfd, the heap is
+ * full, or it was retired by fork).
+ */
+chorusResult_t chorusMemAlloc(void** ptr, size_t size);
+/** Frees memory of chorusMemAlloc; chorusInvalidArgument for any other pointer (nothing is done). */
+chorusResult_t chorusMemFree(void* ptr);
+/** `*size`: the usable bytes of a block of chorusMemAlloc (`size` rounded
+ *  up to whole pages); chorusInvalidArgument for any other pointer. */
+chorusResult_t chorusMemGetSize(const void* ptr, size_t* size);
+
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
 chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
 

@@ -78,6 +78,11 @@ const std::vector<EnvVarSpec>& AllEnvVars() {
        "Shared-memory ring per sender; each rank's segment in /dev/shm holds one per rank. 0 or auto: 1M up to "
        "16 ranks, then 16M / ranks, at least 256K; else a multiple of 64 in 256K..1G. Lower it when /dev/shm is "
        "small (Docker's default is 64M)."},
+      {"CHORUS_SHARED_HEAP", "int", "1",
+       "1: chorusMemAlloc (and, under libchorus_mpi.so, malloc blocks of CHORUS_MPI_HEAP_MIN_BYTES or more) takes "
+       "memory from a heap that ranks in other processes on this host map and read in place, so large messages "
+       "from it cost one copy instead of two through the shm ring; 0: chorusMemAlloc fails and those blocks come "
+       "from malloc."},
       {"CHORUS_CHUNK_BYTES", "bytes", "512K", "Pipeline chunk size of the schedule executor (same on all ranks)."},
       {"CHORUS_DEVICE_CHUNK_BYTES", "bytes", "8M",
        "Chunk size of device-buffer messages a transport moves itself (CUDA IPC pulls: each chunk is one "

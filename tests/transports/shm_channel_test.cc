@@ -25,9 +25,9 @@ struct Ring {
     std::memset(static_cast<void*>(&control), 0, sizeof(control));
     std::memset(static_cast<void*>(&sender), 0, sizeof(sender));
     std::memset(static_cast<void*>(&receiver), 0, sizeof(receiver));
-    outbound = std::make_unique<ShmOutbound>(&control, data.data(), kRingBytes, &receiver, SIZE_MAX);
+    outbound = std::make_unique<ShmOutbound>(&control, data.data(), kRingBytes, &receiver, SIZE_MAX, nullptr);
     inbound = std::make_unique<ShmInbound>(&control, data.data(), kRingBytes, &sender, PullMethod::kNone, getpid(),
-                                           "rank 0", &stats, nullptr);
+                                           "rank 0", &stats, nullptr, nullptr);
   }
   // The offset past the last byte the sender ever wrote.
   size_t WrittenSpan() const {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/shared_heap.h"
 #include "tests/transports/shm_test_util.h"
 #include "transports/shm/shm_transport.h"
 
@@ -175,13 +176,111 @@ TEST(ShmProcessTest, TwoProcessesExchangeEverySizeWithCma) {
   if (ranks.board()->messages[0][0] == '#') std::printf("note: %s\n", ranks.board()->messages[0]);
 }
 
-TEST(ShmProcessTest, ByDefaultProcessesExchangeLargeMessagesThroughTheRing) {
+// By default a process maps its peers' shared heaps and nothing else of
+// theirs: large messages from ordinary memory still take the ring.
+TEST(ShmProcessTest, ByDefaultProcessesExchangeLargeMessagesOfOrdinaryMemoryThroughTheRing) {
   ProcessRanks ranks;
   ASSERT_NE(ranks.board(), nullptr);
   const std::vector<size_t> sizes = {0, 1, 4096, 1 << 20, 3 << 20};
   ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board*) -> std::string {
-    if (static_cast<ShmTransport*>(transport)->pull_method(1 - rank) != shm::PullMethod::kNone) return "pulls";
-    return ExchangeBody(rank, transport, 2, sizes, /*expect_pulls=*/false);
+    const shm::PullMethod method = static_cast<ShmTransport*>(transport)->pull_method(1 - rank);
+    if (method != shm::PullMethod::kHeap && method != shm::PullMethod::kNone) return "pulls ordinary memory";
+    const std::string error = ExchangeBody(rank, transport, 2, sizes, /*expect_pulls=*/false);
+    if (!error.empty()) return error;
+    if (static_cast<ShmTransport*>(transport)->stats().heap_pulls != 0) return "pulled ordinary memory";
+    return "";
+  });
+  ranks.ExpectAllPassed();
+}
+
+// Sends from blocks of the sender's shared heap: the receiver maps that
+// heap at Connect and takes every message of kSingleCopyThreshold bytes or
+// more straight out of the block, into a plain receive or through its
+// combiner in one piece; smaller ones take the ring.
+std::string HeapBody(int rank, Transport* transport, const std::vector<size_t>& sizes) {
+  const int peer = 1 - rank;
+  auto* shm = static_cast<ShmTransport*>(transport);
+  if (shm->pull_method(peer) != shm::PullMethod::kHeap) return "the peer's heap is not mapped here";
+  SharedHeap* heap = SharedHeap::Process();
+  if (heap == nullptr) return "no shared heap";
+  Endpoint* endpoint = transport->endpoint(peer);
+  std::vector<uint8_t*> blocks;
+  std::vector<std::vector<uint8_t>> plain(sizes.size());
+  std::vector<std::unique_ptr<AddingCombiner>> combiners;
+  std::vector<TransferRequest> requests;
+  requests.reserve(4 * sizes.size());
+  std::vector<TransferRequest*> pending;
+  uint64_t large = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    auto* block = static_cast<uint8_t*>(heap->Allocate(sizes[k]));
+    if (block == nullptr) return "heap block refused";
+    blocks.push_back(block);
+    for (size_t i = 0; i < sizes[k]; ++i) block[i] = Pattern(rank, peer, i + k);
+    large += 2 * (sizes[k] >= shm::kSingleCopyThreshold);
+    requests.push_back(Request(block, sizes[k], 2 * k));
+    requests.push_back(Request(block, sizes[k], 2 * k + 1));
+    plain[k].assign(sizes[k], 0);
+    requests.push_back(Request(plain[k].data(), sizes[k], 2 * k));
+    combiners.push_back(std::make_unique<AddingCombiner>(sizes[k], static_cast<uint8_t>(k)));
+    requests.push_back(combiners.back()->Receive(2 * k + 1));
+    for (size_t r = requests.size() - 4; r < requests.size(); ++r) {
+      const bool send = r % 4 < 2;
+      Status posted = send ? endpoint->PostSend(&requests[r]) : endpoint->PostRecv(&requests[r]);
+      if (!posted.ok()) return posted.message();
+      pending.push_back(&requests[r]);
+    }
+  }
+  Status status = WaitAll(transport, pending);
+  if (!status.ok()) return status.message();
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (CountWrong(plain[k], peer, rank, k) != 0) return StrCat("message of ", sizes[k], " bytes: wrong bytes");
+    const std::string wrong =
+        combiners[k]->Check(peer, rank, k, MaxCombinePiece(sizes[k], shm::PullMethod::kHeap, true, 0));
+    if (!wrong.empty()) return StrCat("combined message of ", sizes[k], " bytes: ", wrong);
+    heap->Free(blocks[k]);
+  }
+  const shm::ShmStats stats = shm->stats();
+  if (stats.heap_pulls != large) return StrCat(stats.heap_pulls, " heap pulls, expected ", large);
+  if (stats.cma_pulls != 0 || stats.memcpy_pulls != 0) return "pulled by another method";
+  if (stats.eager_messages + stats.heap_pulls != 2 * sizes.size()) return "messages missing from the statistics";
+  return "";
+}
+
+TEST(ShmProcessTest, TwoProcessesPullLargeMessagesFromTheSendersSharedHeap) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  const std::vector<size_t> sizes = {1, 4096, 65535, 65536, 200000, (1 << 20) + 3, 16 << 20};
+  ranks.Start(2, ShmTuning(), [&](int rank, Transport* transport, Board*) { return HeapBody(rank, transport, sizes); });
+  ranks.ExpectAllPassed();
+  ranks.ExpectNoSegmentsLeft();
+}
+
+// Without the heap (CHORUS_SHARED_HEAP=0 in a peer, or /proc closed to us)
+// heap blocks are ordinary memory: through the ring.
+TEST(ShmProcessTest, WithoutHeapPullsHeapBlocksTakeTheRing) {
+  ProcessRanks ranks;
+  ASSERT_NE(ranks.board(), nullptr);
+  ShmTuning no_heap;
+  no_heap.pull_from_heap = false;
+  ranks.Start(2, no_heap, [&](int rank, Transport* transport, Board*) -> std::string {
+    auto* shm = static_cast<ShmTransport*>(transport);
+    if (shm->pull_method(1 - rank) != shm::PullMethod::kNone) return "pulls although heap pulls are off";
+    SharedHeap* heap = SharedHeap::Process();
+    if (heap == nullptr) return "no shared heap";
+    const size_t bytes = 3 << 20;
+    auto* block = static_cast<uint8_t*>(heap->Allocate(bytes));
+    for (size_t i = 0; i < bytes; ++i) block[i] = Pattern(rank, 1 - rank, i);
+    std::vector<uint8_t> received(bytes);
+    TransferRequest send = Request(block, bytes, 7);
+    TransferRequest recv = Request(received.data(), bytes, 7);
+    if (!transport->endpoint(1 - rank)->PostSend(&send).ok()) return "PostSend failed";
+    if (!transport->endpoint(1 - rank)->PostRecv(&recv).ok()) return "PostRecv failed";
+    Status status = WaitAll(transport, {&send, &recv});
+    if (!status.ok()) return status.message();
+    if (CountWrong(received, 1 - rank, rank, 0) != 0) return "wrong bytes";
+    if (shm->stats().heap_pulls != 0 || shm->stats().eager_messages != 1) return "not through the ring";
+    heap->Free(block);
+    return "";
   });
   ranks.ExpectAllPassed();
 }

@@ -33,8 +33,13 @@ TransferRequest* RequestQueue::Pop() {
 }
 
 ShmOutbound::ShmOutbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* receiver,
-                         size_t pull_min_bytes)
-    : control_(control), ring_(ring), ring_bytes_(ring_bytes), receiver_(receiver), pull_min_bytes_(pull_min_bytes) {}
+                         size_t pull_min_bytes, const SharedHeap* heap)
+    : control_(control),
+      ring_(ring),
+      ring_bytes_(ring_bytes),
+      receiver_(receiver),
+      pull_min_bytes_(pull_min_bytes),
+      heap_(heap) {}
 
 void ShmOutbound::Push(TransferRequest* request) {
   request->done = false;
@@ -80,7 +85,8 @@ void ShmOutbound::Pump(bool* progressed) {
   while (!sends_.empty()) {
     TransferRequest* request = sends_.front();
     // bytes > 0: a pull record must carry a valid buffer address.
-    const bool pull = request->bytes >= pull_min_bytes_ && request->bytes > 0;
+    const bool pull = request->bytes >= pull_min_bytes_ && request->bytes > 0 &&
+                      (heap_ == nullptr || heap_->Shares(request->buffer, request->bytes));
     const size_t chunk = pull ? 0 : std::min(request->bytes - request->progress, kMaxRecordPayload);
     const size_t record_bytes = sizeof(RecordHeader) + RoundUpToRecord(chunk);
     RewindEarly(head_ % ring_bytes_, record_bytes);
@@ -123,7 +129,8 @@ void ShmOutbound::Pump(bool* progressed) {
 }
 
 ShmInbound::ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* sender, PullMethod method,
-                       pid_t sender_pid, std::string peer_label, ShmStats* stats, const BounceBuffer* bounce)
+                       pid_t sender_pid, std::string peer_label, ShmStats* stats, const BounceBuffer* bounce,
+                       const PeerHeapView* heap)
     : control_(control),
       ring_(ring),
       ring_bytes_(ring_bytes),
@@ -132,7 +139,8 @@ ShmInbound::ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, S
       sender_pid_(sender_pid),
       peer_label_(std::move(peer_label)),
       stats_(stats),
-      bounce_(bounce) {}
+      bounce_(bounce),
+      heap_(heap) {}
 
 void ShmInbound::Push(TransferRequest* request) {
   request->done = false;
@@ -175,6 +183,15 @@ Status ShmInbound::Copy(uint64_t source_address, TransferRequest* request) {
     // Same process: combine straight out of the sender's buffer, one pass.
     Deliver(request, source, request->bytes);
     ++stats_->memcpy_pulls;
+    if (request->combine != nullptr) ++stats_->combined_messages;
+    return Status::Ok();
+  }
+  if (method_ == PullMethod::kHeap) {
+    // The sender's heap block, mapped here: the same one pass.
+    const uint8_t* mapped = heap_ == nullptr ? nullptr : heap_->Translate(source_address, request->bytes);
+    if (mapped == nullptr) return Corrupt(StrCat("pull of ", request->bytes, " bytes from outside the sender's heap"));
+    Deliver(request, mapped, request->bytes);
+    ++stats_->heap_pulls;
     if (request->combine != nullptr) ++stats_->combined_messages;
     return Status::Ok();
   }

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <string>
 
+#include "base/shared_heap.h"
 #include "base/status.h"
+#include "transports/shm/shm_peer_heap.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/transport.h"
 
@@ -23,6 +25,7 @@ enum class PullMethod {
   kNone,    // it cannot: the sender copies through the ring
   kMemcpy,  // same process (ranks are threads)
   kCma,     // process_vm_readv
+  kHeap,    // the sender's shared heap, mapped here: only messages from its blocks
 };
 
 // Counts of received messages by path (tests check which path ran).
@@ -30,6 +33,7 @@ struct ShmStats {
   uint64_t eager_messages = 0;
   uint64_t memcpy_pulls = 0;
   uint64_t cma_pulls = 0;
+  uint64_t heap_pulls = 0;
   uint64_t combined_messages = 0;  // of the above, received by a combining request
 };
 
@@ -58,8 +62,10 @@ class ShmOutbound {
  public:
   // `ring` lives in the segment of the receiver, whose header is `receiver`.
   // The receiver copies messages of `pull_min_bytes` or more straight from
-  // our buffers (SIZE_MAX: never).
-  ShmOutbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* receiver, size_t pull_min_bytes);
+  // our buffers (SIZE_MAX: never); only from blocks of `heap` when that is
+  // not null (it mapped our shared heap, and nothing else of ours).
+  ShmOutbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* receiver, size_t pull_min_bytes,
+              const SharedHeap* heap);
 
   void Push(TransferRequest* request);
   bool idle() const { return sends_.empty() && awaiting_pull_.empty(); }
@@ -82,6 +88,7 @@ class ShmOutbound {
   size_t ring_bytes_;
   SegmentHeader* receiver_;
   size_t pull_min_bytes_;
+  const SharedHeap* heap_;
   uint64_t head_ = 0;
   uint64_t cached_tail_ = 0;
   uint64_t rewind_checked_ = 0;  // head_ when an early rewind was last looked for
@@ -93,9 +100,10 @@ class ShmInbound {
  public:
   // `ring` lives in our segment; `sender` is the header of the sender's
   // segment (woken when ring space frees up). `bounce` is needed when
-  // `method` is kCma.
+  // `method` is kCma, `heap` (the sender's heap) when it is kHeap.
   ShmInbound(RingControl* control, uint8_t* ring, size_t ring_bytes, SegmentHeader* sender, PullMethod method,
-             pid_t sender_pid, std::string peer_label, ShmStats* stats, const BounceBuffer* bounce);
+             pid_t sender_pid, std::string peer_label, ShmStats* stats, const BounceBuffer* bounce,
+             const PeerHeapView* heap);
 
   void Push(TransferRequest* request);
   bool idle() const { return recvs_.empty(); }
@@ -124,6 +132,7 @@ class ShmInbound {
   std::string peer_label_;
   ShmStats* stats_;
   const BounceBuffer* bounce_;
+  const PeerHeapView* heap_;
   uint64_t tail_ = 0;
   uint64_t cached_head_ = 0;
   RequestQueue recvs_;  // front's `lane` is 1 once its first record arrived

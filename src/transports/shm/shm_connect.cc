@@ -52,7 +52,9 @@ Status ShmTransport::MapPeer(int rank, const std::string& address, std::unique_p
 shm::PullMethod ShmTransport::ProbePull(const Peer& peer) const {
   if (!tuning_.single_copy) return shm::PullMethod::kNone;
   if (peer.pid == pid_ && !tuning_.cma_within_process) return shm::PullMethod::kMemcpy;
-  if (peer.pid != pid_ && !tuning_.pull_from_processes) return shm::PullMethod::kNone;
+  if (peer.pid != pid_ && !tuning_.pull_from_processes) {
+    return peer.heap != nullptr ? shm::PullMethod::kHeap : shm::PullMethod::kNone;
+  }
   uint8_t probe[sizeof(shm::SegmentHeader::magic) * 4] = {};
   iovec local = {probe, sizeof(probe)};
   iovec remote = {reinterpret_cast<void*>(static_cast<uintptr_t>(peer.header()->owner_view_address)), sizeof(probe)};
@@ -160,9 +162,15 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
   }
   for (auto& peer : peers) {
     if (peer == nullptr) continue;
+    if (peer->pid != pid_ && tuning_.single_copy && tuning_.pull_from_heap) {
+      peer->heap = shm::PeerHeapView::Map(peer->pid, *peer->header());
+    }
     peer->pull_method = ProbePull(*peer);
+    const uint32_t pulls = peer->pull_method == shm::PullMethod::kNone   ? shm::kPullsNothing
+                           : peer->pull_method == shm::PullMethod::kHeap ? shm::kPullsHeapBlocks
+                                                                         : shm::kPullsAnyBuffer;
     shm::RingControlOf(segment_->data(), tuning_.ring_bytes, peer->endpoint.peer())
-        ->receiver_can_pull.store(peer->pull_method != shm::PullMethod::kNone ? 1 : 0, std::memory_order_relaxed);
+        ->receiver_can_pull.store(pulls, std::memory_order_relaxed);
   }
   // Our proof and pull flags are written; the release publishes them.
   for (auto& peer : peers) {
@@ -181,16 +189,19 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
     if (peer == nullptr) continue;
     const int rank = peer->endpoint.peer();
     void* theirs = peer->segment->data();
-    const bool they_pull =
+    const uint32_t they_pull =
         shm::RingControlOf(theirs, peer->ring_bytes, options_.rank)->receiver_can_pull.load(std::memory_order_relaxed);
-    peer->outbound =
-        std::make_unique<shm::ShmOutbound>(shm::RingControlOf(theirs, peer->ring_bytes, options_.rank),
-                                           shm::RingDataOf(theirs, peer->ring_bytes, options_.rank), peer->ring_bytes,
-                                           peer->header(), they_pull ? tuning_.single_copy_min_bytes : SIZE_MAX);
+    // Heap blocks only: they mapped our heap (if we have none, nothing).
+    const bool heap_only = they_pull == shm::kPullsHeapBlocks;
+    const bool pulls = they_pull == shm::kPullsAnyBuffer || (heap_only && heap_ != nullptr);
+    peer->outbound = std::make_unique<shm::ShmOutbound>(
+        shm::RingControlOf(theirs, peer->ring_bytes, options_.rank),
+        shm::RingDataOf(theirs, peer->ring_bytes, options_.rank), peer->ring_bytes, peer->header(),
+        pulls ? tuning_.single_copy_min_bytes : SIZE_MAX, heap_only ? heap_ : nullptr);
     peer->inbound = std::make_unique<shm::ShmInbound>(shm::RingControlOf(segment_->data(), tuning_.ring_bytes, rank),
                                                       shm::RingDataOf(segment_->data(), tuning_.ring_bytes, rank),
                                                       tuning_.ring_bytes, peer->header(), peer->pull_method, peer->pid,
-                                                      peer->label, &stats_, &bounce_);
+                                                      peer->label, &stats_, &bounce_, peer->heap.get());
   }
   std::lock_guard<std::mutex> lock(shutdown_mutex_);
   if (shut_down_.load()) return InvalidUsage("shm transport shut down while connecting");

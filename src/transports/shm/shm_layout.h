@@ -19,13 +19,14 @@ namespace shm {
 
 constexpr uint64_t kSegmentMagic = 0x3153484353524f43ULL;  // "CORSCHS1"
 // 3: the board area after the rings; 4: 256 KiB board slots; 5: close notice;
-// 6: the board slots' line area; 7: 4 KiB line areas
-constexpr uint32_t kLayoutVersion = 7;
+// 6: the board slots' line area; 7: 4 KiB line areas; 8: the shared heap
+constexpr uint32_t kLayoutVersion = 8;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kMacBytes = 16;
 
 // Messages at least this large are pulled by the receiver straight from the
-// sender's buffer (CMA or memcpy) when it can: one copy instead of two.
+// sender's buffer (memcpy between threads, the sender's shared heap mapped
+// here, or CMA) when it can: one copy instead of two.
 constexpr size_t kSingleCopyThreshold = 64 << 10;
 // Eager messages travel in records of at most this payload, so the receiver
 // starts copying before the sender has written the whole message.
@@ -80,6 +81,12 @@ struct alignas(kCacheLine) SegmentHeader {
   uint8_t nonce[kMacBytes];      // random, per segment
   uint8_t owner_mac[kMacBytes];  // MAC(secret, "shm-owner", nonce, owner_rank)
   CpuMask owner_cpus;            // the owner's CPU affinity: peers decide whether ranks outnumber CPUs
+  // The owner's shared heap (base/shared_heap.h; heap_bytes 0: none): its
+  // memfd, where the owner mapped it, and the id in its first page.
+  int32_t heap_fd;
+  uint64_t heap_base;
+  uint64_t heap_bytes;
+  uint8_t heap_id[kMacBytes];
 
   // The owner sleeps on futex_word; whoever gives it work bumps the word and
   // wakes it, but only when `sleeping` says a wake-up is needed.
@@ -101,7 +108,15 @@ struct alignas(kCacheLine) RingControl {
   // waits for this to clear so that its caller may free the buffer.
   std::atomic<uint32_t> pulling;
   alignas(kCacheLine) uint8_t sender_mac[kMacBytes];  // MAC(secret, "shm-sender", nonce, sender rank)
-  std::atomic<uint32_t> receiver_can_pull;            // owner: 1 when it can read the sender's memory
+  // Owner: what of the sender's memory it can read (ReceiverPulls).
+  std::atomic<uint32_t> receiver_can_pull;
+};
+
+// RingControl::receiver_can_pull.
+enum ReceiverPulls : uint32_t {
+  kPullsNothing = 0,
+  kPullsAnyBuffer = 1,   // same process, or CMA
+  kPullsHeapBlocks = 2,  // only blocks of the sender's shared heap
 };
 
 enum class RecordKind : uint32_t {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "transports/shm/shm_channel.h"
+#include "transports/shm/shm_peer_heap.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
 
@@ -37,6 +38,7 @@ struct ShmTransport::Peer {
   std::string label;      // "peer 3 (pid 1234)"
   std::unique_ptr<shm::ShmSegment> segment;
   shm::PullMethod pull_method = shm::PullMethod::kNone;  // how we read its large messages
+  std::unique_ptr<shm::PeerHeapView> heap;                // its shared heap, mapped (kHeap)
   std::unique_ptr<shm::ShmOutbound> outbound;
   std::unique_ptr<shm::ShmInbound> inbound;
 };

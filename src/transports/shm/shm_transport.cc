@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <new>
 
 #include "base/spin_wait.h"
@@ -92,6 +93,13 @@ Status ShmTransport::CreateSegment() {
   created->segment_bytes = bytes;
   created->owner_view_address = reinterpret_cast<uintptr_t>(segment_->data());
   created->owner_cpus = CurrentCpuMask();
+  heap_ = tuning_.pull_from_heap ? SharedHeap::Process() : nullptr;
+  if (heap_ != nullptr) {
+    created->heap_fd = heap_->fd();
+    created->heap_base = heap_->base();
+    created->heap_bytes = heap_->bytes();
+    std::memcpy(created->heap_id, heap_->id(), sizeof(created->heap_id));
+  }
   CHORUS_RETURN_IF_ERROR(FillRandom(created->nonce, sizeof(created->nonce)));
   shm::SegmentMac(options_.secret, "shm-owner", created->nonce, options_.rank, created->owner_mac);
   for (int sender = 0; sender < options_.nranks; ++sender) {

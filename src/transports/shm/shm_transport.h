@@ -5,9 +5,12 @@
 // consumer ring per sender (see shm_layout.h). Small messages are copied
 // through the ring; messages of kSingleCopyThreshold bytes or more are
 // pulled by the receiver straight from the sender's buffer between threads
-// (memcpy), and between processes with process_vm_readv when
-// ShmTuning::pull_from_processes is set and the receiver proved at Connect
-// that it can; else they are chunked through the ring too.
+// (memcpy); between processes, from blocks of the sender's shared heap
+// (base/shared_heap.h: chorusMemAlloc, large malloc blocks under
+// libchorus_mpi.so), which the receiver mapped at Connect, or from any buffer
+// with process_vm_readv when ShmTuning::pull_from_processes is set and the
+// receiver proved at Connect that it can; else they are chunked through the
+// ring too.
 //
 // Set-up is authenticated both ways with the communicator secret, and each
 // segment's name is unlinked as soon as all peers mapped it, so nothing is
@@ -63,6 +66,10 @@ struct ShmTuning {
   // VM (the kernel copy pins pages; two user-space copies on two cores, or
   // one copy and a combine from the ring, are cheaper; docs/design-notes.md).
   bool pull_from_processes = false;
+  // Pull large messages from blocks of a peer process's shared heap
+  // (base/shared_heap.h), mapped here: one copy, as between threads. The
+  // heap is published in our segment and peers' heaps are mapped at Connect.
+  bool pull_from_heap = true;
   // Per sender; multiple of 64, >= 2 records. 0: shm::AutoRingBytes(nranks).
   // The registry sets it from CHORUS_SHM_RING_BYTES.
   size_t ring_bytes = 0;
@@ -147,6 +154,7 @@ class ShmTransport : public Transport {
   shm::SegmentHeader* header() const { return static_cast<shm::SegmentHeader*>(segment_->data()); }
 
   TransportOptions options_;
+  const SharedHeap* heap_ = nullptr;  // ours, published in our segment (null: none)
   ShmTuning tuning_;
   pid_t pid_;
   std::string host_;

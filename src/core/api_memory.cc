@@ -1,0 +1,43 @@
+// chorusMemAlloc / chorusMemFree / chorusMemGetSize: the process's shared
+// heap (base/shared_heap.h) at the C API.
+#include <cstddef>
+
+#include "base/shared_heap.h"
+#include "chorus/chorus.h"
+#include "core/handles.h"
+
+using chorus::InvalidArgument;
+using chorus::SharedHeap;
+
+chorusResult_t chorusMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusMemAlloc: ptr is NULL"));
+  *ptr = nullptr;
+  if (size == 0) return chorus::Report(nullptr, InvalidArgument("chorusMemAlloc: size is 0"));
+  SharedHeap* heap = SharedHeap::Process();
+  if (heap == nullptr) {
+    return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: no shared heap (CHORUS_SHARED_HEAP=0, or "
+                                                       "the system refused a memfd or its mapping)"));
+  }
+  *ptr = heap->Allocate(size);
+  if (*ptr != nullptr) return chorusSuccess;
+  if (heap->retired()) {
+    return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: the shared heap allocates nothing in a "
+                                                       "process that forked since it was made"));
+  }
+  return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: the shared heap of ", heap->bytes(),
+                                                     " bytes has no room for ", size, " more"));
+}
+
+chorusResult_t chorusMemFree(void* ptr) {
+  SharedHeap* heap = SharedHeap::Process();
+  if (heap != nullptr && heap->Free(ptr)) return chorusSuccess;
+  return chorus::Report(nullptr, InvalidArgument("chorusMemFree: ", ptr, " is not memory of chorusMemAlloc"));
+}
+
+chorusResult_t chorusMemGetSize(const void* ptr, size_t* size) {
+  if (size == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusMemGetSize: size is NULL"));
+  SharedHeap* heap = SharedHeap::Process();
+  *size = heap != nullptr ? heap->BlockBytes(ptr) : 0;
+  if (*size > 0) return chorusSuccess;
+  return chorus::Report(nullptr, InvalidArgument("chorusMemGetSize: ", ptr, " is not memory of chorusMemAlloc"));
+}
