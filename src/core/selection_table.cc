@@ -20,11 +20,30 @@ const char* SourceName(ScheduleSource source) {
 
 std::string BytesText(size_t bytes) { return bytes == kEveryByte ? std::string("inf") : std::to_string(bytes); }
 
+// Where the ranks of one shared-memory host outnumber its cores, an
+// allreduce from here up runs hd when p is a power of two (4 or more): its
+// log2(p) rounds against the ring's p - 1 and direct's fan-in, each round
+// costing a switch between ranks on a core. 4 processes on 2 cores,
+// 256 KiB-4 MiB, buffers in the shared heap: hd 2.2-2.4x Open MPI in every
+// run, the cost model's pick (direct, then ring) 1.6-1.8x; with ordinary
+// buffers within the runs' spread of it (docs/tuning.md).
+constexpr size_t kSharedCoresHdBytes = 256 * 1024;
+
+bool SharedCoresHd(Collective coll, const SelectionInputs& inputs) {
+  const bool power_of_two = (inputs.nranks & (inputs.nranks - 1)) == 0;
+  return coll == Collective::kAllReduce && inputs.native != nullptr && inputs.shares_cores && inputs.nranks >= 4 &&
+         power_of_two;
+}
+
 // The schedule ranges of `coll` without a call-pinned algorithm.
 std::vector<ScheduleRange> ScheduleRangesOf(Collective coll, const SelectionInputs& inputs) {
   const Algorithm forced = inputs.algorithms.forced[static_cast<size_t>(coll)];
   if (forced != Algorithm::kAuto) {
     return {{0, kEveryByte, ScheduleSource::kForced, Supports(forced, coll) ? forced : Algorithm::kRing}};
+  }
+  if (inputs.model.valid() && inputs.nranks > 1 && SharedCoresHd(coll, inputs)) {
+    return {{0, kSharedCoresHdBytes - 1, ScheduleSource::kCostModel, Algorithm::kAuto},
+            {kSharedCoresHdBytes, kEveryByte, ScheduleSource::kSizeRule, Algorithm::kHalvingDoubling}};
   }
   if (inputs.model.valid() && inputs.nranks > 1) return {{0, kEveryByte, ScheduleSource::kCostModel, Algorithm::kAuto}};
   // ChooseAlgorithm's size rule as ranges.
