@@ -315,11 +315,13 @@ chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle);
  * through the transport's ring. Page-aligned, contents undefined; any
  * buffer works with every call, this one is only faster. Communicators
  * made after the first call and those made before both see it (the heap
- * exists from the first of either). Not shared after the process forks
- * (fork then keeps copy-on-write semantics and later calls fail).
+ * exists from the first of either). Blocks that exist at a fork stay valid
+ * in parent and child (each keeps its own copy, as fork promises) but are
+ * read in place no more; later blocks come from a fresh heap, which
+ * communicators made after the fork share.
  * chorusInvalidArgument: `ptr` NULL or `size` 0; chorusSystemError: no
  * shared heap (CHORUS_SHARED_HEAP=0, the system refused memfd, the heap is
- * full, or it was retired by fork).
+ * full, or the process forked too often).
  */
 chorusResult_t chorusMemAlloc(void** ptr, size_t size);
 /** Frees memory of chorusMemAlloc; chorusInvalidArgument for any other pointer (nothing is done). */

@@ -5,9 +5,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <mutex>
 #include <new>
 
 #include "base/config.h"
@@ -44,10 +46,23 @@ bool FillId(uint8_t* id) {
   return got == SharedHeap::kIdBytes;
 }
 
-// The heap lives in static storage and is never destroyed: blocks may be
-// freed from atexit handlers and other libraries' destructors.
-alignas(SharedHeap) unsigned char heap_storage[sizeof(SharedHeap)];
-SharedHeap* process_heap = nullptr;  // set once, by Create, under the static's guard
+// The heaps live in static storage and are never destroyed: blocks may be
+// freed from atexit handlers and other libraries' destructors. `made`
+// counts them and only grows; Owning reads it without the lock.
+struct Heaps {
+  std::mutex mutex;  // making a heap; held across fork (BeforeFork/AfterFork)
+  alignas(SharedHeap) unsigned char storage[SharedHeap::kMaxHeaps][sizeof(SharedHeap)];
+  SharedHeap* made[SharedHeap::kMaxHeaps] = {};
+  std::atomic<int> count{0};
+  std::atomic<SharedHeap*> current{nullptr};
+  bool disabled = false;  // CHORUS_SHARED_HEAP=0 or the system refused: never again
+  bool fork_handlers = false;
+};
+
+Heaps& AllHeaps() {
+  static Heaps* heaps = new Heaps();  // never destroyed
+  return *heaps;
+}
 
 }  // namespace
 
@@ -56,11 +71,37 @@ SharedHeap::SharedHeap(int fd, uint8_t* base, size_t bytes) : fd_(fd), base_(bas
 }
 
 SharedHeap* SharedHeap::Process() {
-  static SharedHeap* heap = Create();
+  Heaps& heaps = AllHeaps();
+  if (SharedHeap* heap = heaps.current.load(std::memory_order_acquire)) return heap;
+  std::lock_guard<std::mutex> lock(heaps.mutex);
+  if (SharedHeap* heap = heaps.current.load(std::memory_order_acquire)) return heap;
+  const int index = heaps.count.load(std::memory_order_relaxed);
+  if (heaps.disabled || index == kMaxHeaps) return nullptr;
+  SharedHeap* heap = Create(heaps.storage[index]);
+  if (heap == nullptr) {
+    heaps.disabled = true;
+    return nullptr;
+  }
+  heaps.made[index] = heap;
+  heaps.count.store(index + 1, std::memory_order_release);
+  heaps.current.store(heap, std::memory_order_release);
+  if (!heaps.fork_handlers) {
+    ::pthread_atfork(&SharedHeap::BeforeFork, &SharedHeap::AfterFork, &SharedHeap::AfterFork);
+    heaps.fork_handlers = true;
+  }
   return heap;
 }
 
-SharedHeap* SharedHeap::Create() {
+SharedHeap* SharedHeap::Owning(const void* pointer) {
+  Heaps& heaps = AllHeaps();
+  const int count = heaps.count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    if (heaps.made[i]->Contains(pointer)) return heaps.made[i];
+  }
+  return nullptr;
+}
+
+SharedHeap* SharedHeap::Create(void* storage) {
   if (EnvValue("CHORUS_SHARED_HEAP") == "0") return nullptr;
   const int fd = ::memfd_create("chorus-shared-heap", MFD_CLOEXEC);
   if (fd < 0) return nullptr;
@@ -74,9 +115,7 @@ SharedHeap* SharedHeap::Create() {
       ::munmap(base, bytes);
       break;
     }
-    process_heap = new (heap_storage) SharedHeap(fd, bytes_at, bytes);
-    ::pthread_atfork(&SharedHeap::BeforeFork, &SharedHeap::AfterFork, &SharedHeap::AfterFork);
-    return process_heap;
+    return new (storage) SharedHeap(fd, bytes_at, bytes);
   }
   ::close(fd);
   return nullptr;
@@ -183,22 +222,32 @@ size_t SharedHeap::retained_bytes() const {
   return retained_bytes_;
 }
 
-// Runs in the parent before fork: no other thread may change the blocks
-// while both sides remap them, and retained pages need not outlive it.
+// Runs in the parent before fork: no other thread may make a heap or
+// change the current one's blocks while both sides remap them, and its
+// retained pages need not outlive it. (Retired heaps change only by Free,
+// which remaps nothing.)
 void SharedHeap::BeforeFork() {
-  SharedHeap* heap = process_heap;
+  Heaps& heaps = AllHeaps();
+  heaps.mutex.lock();
+  SharedHeap* heap = heaps.current.load(std::memory_order_relaxed);
+  if (heap == nullptr) return;
   heap->mutex_.lock();
-  if (heap->retired_.load(std::memory_order_relaxed)) return;
   for (const auto& block : heap->retained_) heap->Release(block.first, block.second);
   heap->retained_.clear();
   heap->retained_bytes_ = 0;
 }
 
-// In the parent and in the child after fork.
+// In the parent and in the child after fork: the current heap retires and
+// the next Process() makes a fresh one.
 void SharedHeap::AfterFork() {
-  SharedHeap* heap = process_heap;
-  heap->Retire();
-  heap->mutex_.unlock();
+  Heaps& heaps = AllHeaps();
+  SharedHeap* heap = heaps.current.load(std::memory_order_relaxed);
+  if (heap != nullptr) {
+    heap->Retire();
+    heap->mutex_.unlock();
+    heaps.current.store(nullptr, std::memory_order_release);
+  }
+  heaps.mutex.unlock();
 }
 
 void SharedHeap::Retire() {

@@ -16,14 +16,16 @@
 // fork: the heap is shared memory, so a child would see its parent's
 // writes and the parent its child's. At fork both remap their live blocks
 // copy-on-write (MAP_PRIVATE of the file), which is what fork promises:
-// each keeps its own copy, pages shared until written. From then on the
-// heap is retired in both: it allocates nothing more (the caller falls back
-// to its ordinary allocator) and Shares() is false, so a peer never reads a
-// block that is no longer the one it mapped. The file keeps the pages live
-// at the fork until the process exits.
+// each keeps its own copy, pages shared until written. From then on that
+// heap is retired in both: it allocates nothing more and Shares() is false,
+// so a peer never reads a block that is no longer the one it mapped; its
+// blocks stay valid until freed, and the file keeps the pages live at the
+// fork until the process exits. The next Process() in either makes a fresh
+// heap (at most kMaxHeaps per process), which communicators made from then
+// on publish.
 //
-// Process-wide by nature, as the C heap is: Process() makes it once and it
-// is never destroyed (blocks may be freed by atexit handlers).
+// Process-wide by nature, as the C heap is: the heaps live in static
+// storage and are never destroyed (blocks may be freed by atexit handlers).
 #pragma once
 
 #include <sys/types.h>
@@ -43,9 +45,15 @@ class SharedHeap {
   // Freed blocks kept resident for reuse before pages go back.
   static constexpr size_t kRetainedBytes = size_t{128} << 20;
 
-  // The process's heap, made at the first call. Null when CHORUS_SHARED_HEAP
-  // is 0 or the system refuses (no memfd, address space limit).
+  // Heaps one process may make (one more after each fork).
+  static constexpr int kMaxHeaps = 8;
+
+  // The process's current heap, made at the first call and again after a
+  // fork. Null when CHORUS_SHARED_HEAP is 0, the system refuses (no memfd,
+  // address space limit) or kMaxHeaps were made.
   static SharedHeap* Process();
+  // The heap, current or retired, whose range holds `pointer`; null: none.
+  static SharedHeap* Owning(const void* pointer);
 
   // `bytes` rounded up to whole pages, page-aligned, contents undefined;
   // null when retired, full or bytes is 0. Thread-safe, as are the rest.
@@ -86,7 +94,7 @@ class SharedHeap {
 
  private:
   SharedHeap(int fd, uint8_t* base, size_t bytes);
-  static SharedHeap* Create();
+  static SharedHeap* Create(void* storage);
   static void BeforeFork();
   static void AfterFork();
   void Retire();

@@ -15,28 +15,25 @@ chorusResult_t chorusMemAlloc(void** ptr, size_t size) {
   if (size == 0) return chorus::Report(nullptr, InvalidArgument("chorusMemAlloc: size is 0"));
   SharedHeap* heap = SharedHeap::Process();
   if (heap == nullptr) {
-    return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: no shared heap (CHORUS_SHARED_HEAP=0, or "
-                                                       "the system refused a memfd or its mapping)"));
+    return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: no shared heap (CHORUS_SHARED_HEAP=0, the "
+                                                       "system refused a memfd or its mapping, or ",
+                                                       SharedHeap::kMaxHeaps, " heaps made already)"));
   }
   *ptr = heap->Allocate(size);
   if (*ptr != nullptr) return chorusSuccess;
-  if (heap->retired()) {
-    return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: the shared heap allocates nothing in a "
-                                                       "process that forked since it was made"));
-  }
   return chorus::Report(nullptr, chorus::SystemError("chorusMemAlloc: the shared heap of ", heap->bytes(),
                                                      " bytes has no room for ", size, " more"));
 }
 
 chorusResult_t chorusMemFree(void* ptr) {
-  SharedHeap* heap = SharedHeap::Process();
+  SharedHeap* heap = SharedHeap::Owning(ptr);
   if (heap != nullptr && heap->Free(ptr)) return chorusSuccess;
   return chorus::Report(nullptr, InvalidArgument("chorusMemFree: ", ptr, " is not memory of chorusMemAlloc"));
 }
 
 chorusResult_t chorusMemGetSize(const void* ptr, size_t* size) {
   if (size == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusMemGetSize: size is NULL"));
-  SharedHeap* heap = SharedHeap::Process();
+  SharedHeap* heap = SharedHeap::Owning(ptr);
   *size = heap != nullptr ? heap->BlockBytes(ptr) : 0;
   if (*size > 0) return chorusSuccess;
   return chorus::Report(nullptr, InvalidArgument("chorusMemGetSize: ", ptr, " is not memory of chorusMemAlloc"));

@@ -77,6 +77,10 @@ std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores)
   const size_t last = shares_cores ? kBoardAllReduceMaxBytes : kBoardSpareCoresMaxBytes;
   ranges.push_back({rest, last, Algorithm::kOneShot, ToNativePlan(BoardPlan::kOneShot)});
   ranges.push_back({std::max(rest, kBoardTinyBytes + 1), last, Algorithm::kDirect, ToNativePlan(BoardPlan::kTwoPhase)});
+  if (!forced && !shares_cores && nranks == 2) {
+    ranges.push_back({kBoardSpareCoresMaxBytes + 1, kBoardReadInPlaceMaxBytes, Algorithm::kAuto,
+                      ToNativePlan(BoardPlan::kReadInPlace)});
+  }
   return ranges;
 }
 
@@ -90,6 +94,7 @@ const char* BoardAllReduce::PlanName(NativePlan plan) const {
   switch (ToBoardPlan(plan)) {
     case BoardPlan::kOneShot: return "board-oneshot";
     case BoardPlan::kTwoPhase: return "board-twophase";
+    case BoardPlan::kReadInPlace: return "board-read-in-place";
     case BoardPlan::kNone: break;
   }
   return "none";
@@ -102,6 +107,7 @@ std::vector<NativeRange> BoardAllReduce::Ranges(Collective coll, const NativeRan
 
 uint64_t BoardRoundsFor(size_t count, size_t element_bytes, BoardPlan plan) {
   if (plan == BoardPlan::kNone) return 0;
+  if (plan == BoardPlan::kReadInPlace) return 2;
   const size_t piece = shm::ShmBoard::capacity() / element_bytes;
   const uint64_t pieces = count == 0 ? 1 : (count + piece - 1) / piece;
   return plan == BoardPlan::kTwoPhase ? 2 * pieces : pieces;
@@ -236,8 +242,73 @@ Status BoardAllReduce::AwaitPeer(int peer, uint64_t round, size_t bytes, const s
   return status;
 }
 
-Status BoardAllReduce::Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms) {
+// Round 1 of a read in place: where a rank's input is (an address in its
+// process), and whether its peers can read it there.
+struct InPlaceInput {
+  uint64_t address;
+  uint64_t readable;
+};
+
+Status BoardAllReduce::ReadInPlace(const Operation& op, const std::atomic<bool>& abort, int timeout_ms,
+                                   bool* served) {
+  const CollectiveArgs& args = op.args;
+  const size_t bytes = args.count * DataTypeSize(args.dtype);
+  const auto* input = static_cast<const uint8_t*>(op.send);
+  auto* out = static_cast<uint8_t*>(op.recv);
+  const int self = board_->rank();
+  const int nranks = board_->nranks();
+  // In place, a rank's output would overwrite the input its peer reads.
+  const bool overlaps = input < out + bytes && out < input + bytes;
+  const InPlaceInput mine = {reinterpret_cast<uintptr_t>(input),
+                             !op.premultiply && !overlaps && board_->PeersReadInPlace(input, bytes) ? 1u : 0u};
+  const uint64_t announced = ++round_;
+  std::memcpy(board_->OutboxFor(announced), &mine, sizeof(mine));
+  board_->Publish(announced, sizeof(mine));
+  auto announcement = [&](int rank, InPlaceInput* theirs) -> Status {
+    const uint8_t* payload = nullptr;
+    CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, announced, sizeof(InPlaceInput), &abort, timeout_ms, &payload));
+    std::memcpy(theirs, payload, sizeof(*theirs));
+    return Status::Ok();
+  };
+  bool every = true;
+  for (int rank = 0; rank < nranks; ++rank) {
+    InPlaceInput theirs = {};
+    CHORUS_RETURN_IF_ERROR(announcement(rank, &theirs));
+    every &= theirs.readable != 0;
+  }
+  *served = every;
+  if (!every) return Status::Ok();
+  // The announcements stay in the slots until round announced + 2, which
+  // no peer publishes before this rank's round 2.
+  Status folded = FoldOperands(op, nranks, out, args.count, nullptr, nullptr,
+                               [&](int rank, uint8_t*, const uint8_t** at) -> Status {
+                                 if (rank == self) {
+                                   *at = input;
+                                   return Status::Ok();
+                                 }
+                                 InPlaceInput theirs = {};
+                                 CHORUS_RETURN_IF_ERROR(announcement(rank, &theirs));
+                                 *at = board_->PeerMemory(rank, theirs.address, bytes);
+                                 if (*at != nullptr) return Status::Ok();
+                                 return InternalError("rank ", rank, "'s input of ", bytes,
+                                                      " bytes is not readable here although it said so");
+                               });
+  // Round 2, whatever the fold did: no rank returns (its caller may then
+  // change its input) while a peer still reads it.
+  const uint64_t done = ++round_;
+  board_->Publish(done, 0);
+  for (int rank = 0; rank < nranks; ++rank) {
+    const uint8_t* payload = nullptr;
+    if (rank != self) CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, done, 0, &abort, timeout_ms, &payload));
+  }
+  return folded;
+}
+
+Status BoardAllReduce::Run(const Operation& op, BoardPlan plan, const std::atomic<bool>& abort, int timeout_ms,
+                           bool* served) {
   stuck_peer_ = -1;
+  *served = true;
+  if (plan == BoardPlan::kReadInPlace) return ReadInPlace(op, abort, timeout_ms, served);
   const CollectiveArgs& args = op.args;
   const size_t piece = shm::ShmBoard::capacity() / DataTypeSize(args.dtype);
   size_t first = 0;

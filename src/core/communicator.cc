@@ -265,9 +265,10 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
     const NativePlan plan = Resolve(ops[0])->selection.NativePlanFor(ops[0].grouped);
     if (plan != kNoNativePlan) {
       if (recorder_ != nullptr) recorder_->SetStaticPath(0, native->PlanName(plan));
-      Status status = RunNative(ops[0], plan);
+      bool served = true;
+      Status status = RunNative(ops[0], plan, &served);
       if (!status.ok() && native->stuck_peer() >= 0) waiting_.AddRecv(native->stuck_peer());
-      return status;
+      if (!status.ok() || served) return status;
     }
   }
   // Collectives first, then point-to-point: every rank orders a launch the
@@ -310,10 +311,10 @@ Status Communicator::RunOperations(const Operation* ops, size_t nops) {
   return Status::Ok();
 }
 
-Status Communicator::RunNative(const Operation& op, NativePlan plan) {
+Status Communicator::RunNative(const Operation& op, NativePlan plan, bool* served) {
   NativeProvider* native = native_provider();
   if (IsCpuAccessible(op.send_kind) && IsCpuAccessible(op.recv_kind)) {
-    return native->Run(op, plan, stop_, options_.timeout_ms);
+    return native->Run(op, plan, stop_, options_.timeout_ms, served);
   }
   // A provider's CPU code reads and writes the buffers directly, so memory
   // the CPU cannot touch goes through a host copy moved by its engine.
@@ -331,8 +332,8 @@ Status Communicator::RunNative(const Operation& op, NativePlan plan) {
   staged.send_kind = staged.recv_kind = MemoryKind::kHost;
   staged.args.in_place = true;
   CHORUS_RETURN_IF_ERROR(engines().For(op.send_kind)->Copy(host, op.send, bytes));
-  CHORUS_RETURN_IF_ERROR(native->Run(staged, plan, stop_, options_.timeout_ms));
-  return engines().For(op.recv_kind)->Copy(op.recv, host, bytes);
+  CHORUS_RETURN_IF_ERROR(native->Run(staged, plan, stop_, options_.timeout_ms, served));
+  return *served ? engines().For(op.recv_kind)->Copy(op.recv, host, bytes) : Status::Ok();
 }
 
 void Communicator::Fail(const Status& status) {

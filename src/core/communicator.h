@@ -185,8 +185,9 @@ class Communicator {
   // The selection table's native provider (the board); null: none.
   NativeProvider* native_provider() const { return board_allreduce_.get(); }
   // A lone collective by the native provider's `plan`; buffers the CPU
-  // cannot touch are staged.
-  Status RunNative(const Operation& op, NativePlan plan);
+  // cannot touch are staged. *served false: every rank runs the schedule
+  // instead (NativeProvider::Run).
+  Status RunNative(const Operation& op, NativePlan plan, bool* served);
   // Every rank's `bytes` in rank order (CallChecker's exchange): a board
   // round where the communicator has the board, else a direct allgather on
   // a tag of its own.

@@ -63,8 +63,11 @@ class NativeProvider {
   // decides); empty: none.
   virtual std::vector<NativeRange> Ranges(Collective coll, const NativeRangeInputs& inputs) const = 0;
   // Runs `op` (a collective of count > 0, not in a group, buffers the CPU
-  // can touch) by `plan`, one of its ranges' plans.
-  virtual Status Run(const Operation& op, NativePlan plan, const std::atomic<bool>& abort, int timeout_ms) = 0;
+  // can touch) by `plan`, one of its ranges' plans. *served false: every
+  // rank agreed that this call runs its schedule instead (the range's
+  // fallback), which the communicator then does; nothing was written.
+  virtual Status Run(const Operation& op, NativePlan plan, const std::atomic<bool>& abort, int timeout_ms,
+                     bool* served) = 0;
   // The peer the last failed Run was waiting for (-1: none; the flight
   // recorder's "waiting for").
   virtual int stuck_peer() const = 0;

@@ -5,8 +5,10 @@
 // threads and as forked processes; board sizes, large sizes and board sizes
 // again stay right; the board is taken only where every rank takes it
 // (oneshot or direct chosen, outside groups, host streams included);
-// PreMulSum and Avg; and a warm call allocates nothing, tiny or mid-size
-// (allocation_counter.h).
+// PreMulSum and Avg; a warm call allocates nothing, tiny or mid-size
+// (allocation_counter.h); and two ranks with a core each read each other's
+// inputs in place (threads; processes from their shared heaps) or, when
+// either cannot, both run the schedule.
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -98,21 +100,39 @@ std::vector<uint8_t> RankOrderReference(chorusDataType_t dtype, chorusRedOp_t op
 // Pins the calling thread (a rank) to the first CPU it may use: all ranks
 // on one core share it, so the communicator's shares_cores, and with it the
 // board's mid sizes, hold on any machine.
-void PinToOneCpu() {
+// Pins the calling thread to the `index`-th CPU it may run on (the first
+// when there are fewer).
+void PinToOneCpu(int index = 0) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof(set), &set) != 0) return;
+  int first = -1;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) {
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      ::sched_setaffinity(0, sizeof(set), &set);
-      return;
-    }
+    if (!CPU_ISSET(cpu, &set)) continue;
+    if (first < 0) first = cpu;
+    if (index-- > 0) continue;
+    first = cpu;
+    break;
   }
+  if (first < 0) return;
+  CPU_ZERO(&set);
+  CPU_SET(first, &set);
+  ::sched_setaffinity(0, sizeof(set), &set);
 }
 
 bool CoresShared(chorusComm_t comm) { return comm->impl->cores_shared(); }
+
+int AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+// Ranks pinned to CPUs of their own share none; one CPU: "skip".
+std::string CheckCorePerRank(chorusComm_t comm) {
+  if (!CoresShared(comm)) return "";
+  return AllowedCpus() >= 2 ? "ranks on CPUs of their own share cores" : "skip";
+}
 
 // Board rounds of one call with `algo` (forced: by the config).
 uint64_t ExpectedRounds(chorusComm_t comm, size_t count, chorusDataType_t dtype, int nranks, Algorithm algo,
@@ -161,14 +181,15 @@ std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, Algorithm 
 // Communicators of `nranks` thread ranks; body(rank, comm) on one thread per
 // rank; each rank's message ("" = passed).
 std::vector<std::string> RunThreadRanks(int nranks, const char* algo,
-                                        const std::function<std::string(int, chorusComm_t)>& body) {
+                                        const std::function<std::string(int, chorusComm_t)>& body,
+                                        bool cpu_per_rank = false) {
   chorusUniqueId id;
   EXPECT_EQ(chorusGetUniqueId(&id), chorusSuccess);
   std::vector<std::string> errors(nranks);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < nranks; ++rank) {
     threads.emplace_back([&, rank] {
-      PinToOneCpu();
+      PinToOneCpu(cpu_per_rank ? rank : 0);
       chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
       config.algo = algo;
       config.timeoutMs = kTimeoutMs;
@@ -461,12 +482,137 @@ TEST(BoardAllReduceTest, PlanFollowsTheForcedAlgorithm) {
   EXPECT_EQ(ChooseBoardPlan(8192, 2, Algorithm::kRing, false, false), BoardPlan::kNone);
   EXPECT_EQ(ChooseBoardPlan(8192, 2, Algorithm::kOneShot, false, false), BoardPlan::kOneShot);
   EXPECT_EQ(ChooseBoardPlan(8192, 2, Algorithm::kDirect, false, false), BoardPlan::kTwoPhase);
-  EXPECT_EQ(ChooseBoardPlan(65536, 2, Algorithm::kOneShot, false, false), BoardPlan::kNone);
+  // Two ranks with a core each, nothing forced: read in place to 64 MiB.
+  EXPECT_EQ(ChooseBoardPlan(65536, 2, Algorithm::kOneShot, false, false), BoardPlan::kReadInPlace);
+  EXPECT_EQ(ChooseBoardPlan(kBoardSpareCoresMaxBytes + 1, 2, Algorithm::kRing, false, false),
+            BoardPlan::kReadInPlace);
+  EXPECT_EQ(ChooseBoardPlan(kBoardReadInPlaceMaxBytes, 2, Algorithm::kRing, false, false), BoardPlan::kReadInPlace);
+  EXPECT_EQ(ChooseBoardPlan(kBoardReadInPlaceMaxBytes + 4, 2, Algorithm::kRing, false, false), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(65536, 2, Algorithm::kRing, true, false), BoardPlan::kNone);
+  EXPECT_EQ(ChooseBoardPlan(65536, 3, Algorithm::kRing, false, false), BoardPlan::kNone);
+  EXPECT_EQ(BoardRoundsFor(1 << 20, 4, BoardPlan::kReadInPlace), 2u);
   // Forced, sharing cores: the forced algorithm decides.
   EXPECT_EQ(ChooseBoardPlan(65536, 8, Algorithm::kRing, true, true), BoardPlan::kNone);
   EXPECT_EQ(BoardRoundsFor(0, 4, BoardPlan::kOneShot), 1u);
   EXPECT_EQ(BoardRoundsFor(shm::kBoardPayloadBytes / 4, 4, BoardPlan::kOneShot), 1u);
   EXPECT_EQ(BoardRoundsFor(shm::kBoardPayloadBytes / 4 + 1, 4, BoardPlan::kTwoPhase), 4u);
+}
+
+// Read in place: two ranks with a core each, nothing forced, from past
+// kBoardSpareCoresMaxBytes. Out of place every call folds both inputs read
+// where they are (2 board rounds, the rank-order result); in place, or
+// PreMulSum, both ranks run the schedule after the first round.
+std::string SweepReadInPlace(chorusComm_t comm, int rank, bool inputs_readable,
+                             const std::function<uint8_t*(size_t)>& input_memory) {
+  uint64_t rounds = 0;
+  for (int t = 0; t < chorusNumTypes; ++t) {
+    const auto dtype = static_cast<chorusDataType_t>(t);
+    const size_t size = DataTypeSize(dtype);
+    for (chorusRedOp_t op : kOps) {
+      for (size_t count : {kBoardSpareCoresMaxBytes / size + 1, size_t{40000} / size + 3, size_t{1 << 20} / size}) {
+        for (bool in_place : {false, true}) {
+          const int salt = static_cast<int>(count) + t + static_cast<int>(op);
+          std::vector<uint8_t> send, recv(count * size, 0xee);
+          FillInput(&send, dtype, count, rank, salt);
+          uint8_t* input = input_memory(count * size);
+          std::memcpy(input, send.data(), send.size());
+          void* out = in_place ? static_cast<void*>(input) : recv.data();
+          if (chorusAllReduce(input, out, count, dtype, op, comm, nullptr) != chorusSuccess) {
+            return StrCat("allreduce failed: ", chorusGetLastError(comm));
+          }
+          rounds += in_place || !inputs_readable ? 1 : 2;
+          // Two operands: every op is exact whichever way round they fold.
+          const std::vector<uint8_t> expected = RankOrderReference(dtype, op, count, 2, salt);
+          if (std::memcmp(out, expected.data(), expected.size()) != 0) {
+            return StrCat(DataTypeName(dtype), " op ", static_cast<int>(op), " count ", count,
+                          in_place ? " in place" : "", ": not the rank-order result");
+          }
+          if (BoardRounds(comm) != rounds) {
+            return StrCat(DataTypeName(dtype), " count ", count, in_place ? " in place" : "", ": ",
+                          BoardRounds(comm), " board rounds, expected ", rounds);
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
+TEST(BoardAllReduceTest, TwoThreadRanksReadEachOthersInputsInPlace) {
+  ExpectAllPassed(RunThreadRanks(2, "", [](int rank, chorusComm_t comm) -> std::string {
+    const std::string cores = CheckCorePerRank(comm);
+    if (!cores.empty()) return cores == "skip" ? "" : cores;  // one CPU: the board's other plans
+    std::vector<uint8_t> memory;
+    return SweepReadInPlace(comm, rank, true, [&](size_t bytes) {
+      memory.assign(bytes, 0);
+      return memory.data();
+    });
+  }, /*cpu_per_rank=*/true));
+}
+
+// Two processes: inputs from chorusMemAlloc are read in place; ordinary
+// memory is not (both ranks run the schedule); mixed, neither is.
+TEST(BoardAllReduceTest, TwoProcessesReadSharedHeapInputsInPlace) {
+  enum Memory { kHeap, kOrdinary, kMixed };
+  for (Memory memory : {kHeap, kOrdinary, kMixed}) {
+    SCOPED_TRACE(memory == kHeap ? "shared heap" : memory == kOrdinary ? "ordinary memory" : "one of each");
+    const chorus_test::RendezvousProcess rendezvous;
+    ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+    const chorusUniqueId id = rendezvous.id();
+    constexpr size_t kMessageBytes = 512;
+    void* mapped = ::mmap(nullptr, 2 * kMessageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mapped, MAP_FAILED);
+    auto* messages = static_cast<char*>(mapped);
+    std::fflush(nullptr);
+    std::vector<pid_t> pids;
+    for (int rank = 0; rank < 2; ++rank) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        PinToOneCpu(rank);
+        chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+        config.timeoutMs = kTimeoutMs;
+        chorusComm_t comm = nullptr;
+        std::string error = "init failed";
+        if (chorusCommInitRankConfig(&comm, 2, id, rank, &config) == chorusSuccess) {
+          const bool heap = memory == kHeap || (memory == kMixed && rank == 0);
+          void* block = nullptr;
+          std::vector<uint8_t> ordinary;
+          error = CheckCorePerRank(comm);
+          if (!error.empty()) {
+            if (error == "skip") error = "";  // one CPU: the board's other plans
+          } else if (heap && chorusMemAlloc(&block, 1 << 20) != chorusSuccess) {
+            error = StrCat("chorusMemAlloc: ", chorusGetLastError(nullptr));
+          } else {
+            error = SweepReadInPlace(comm, rank, memory == kHeap, [&](size_t bytes) -> uint8_t* {
+              if (heap) return static_cast<uint8_t*>(block);
+              ordinary.assign(bytes, 0);
+              return ordinary.data();
+            });
+          }
+          if (block != nullptr) chorusMemFree(block);
+          chorusCommDestroy(comm);
+        }
+        std::snprintf(messages + rank * kMessageBytes, kMessageBytes, "%s", error.c_str());
+        ::_exit(error.empty() ? 0 : 1);
+      }
+      pids.push_back(pid);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+    for (int rank = 0; rank < 2; ++rank) {
+      int status = -1;
+      while (::waitpid(pids[rank], &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() >= give_up) {
+          ::kill(pids[rank], SIGKILL);
+          ::waitpid(pids[rank], &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "rank " << rank << " status " << status << ": " << messages + rank * kMessageBytes;
+    }
+    ::munmap(mapped, 2 * kMessageBytes);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // SelectionTable: for a grid of call shapes on one host, the table selects
 // exactly what the rules before it chose (kExpected was printed by those
 // rules: the communicator's algorithm choice, then the board's plan; since
-// then hd from 256 KiB where 4 or 8 ranks share cores), and the cache of
-// recent shapes.
+// then hd from 256 KiB where 4 or 8 ranks share cores, and the board's
+// read in place for 2 ranks with a core each), and the cache of recent
+// shapes.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,47 +19,47 @@ namespace {
 
 // One character per grid point, in the loop order of the grid test: an
 // algorithm (kLetters[id]) for the schedule path, 'O' for the board's
-// one-shot plan, 'T' for its two-phase plan; run-length coded (a letter,
-// then its repeat count when above 1).
+// one-shot plan, 'T' for its two-phase plan, 'R' for its read in place;
+// run-length coded (a letter, then its repeat count when above 1).
 constexpr char kLetters[] = "?rtpshbcHSdo";
 constexpr const char* kExpectedRuns =
     "o8ro7r2o7r191o7d2o5d3ro5d3rt8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o6d3o5d4o4d5t17rt8rt17rt8rd17r"
-    "d7r2d17rd7r83O6o2rO5o2r2O3o4r191O6od2O5d3rO3o2d3rt8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O6d3O5d4"
-    "O3od5t17rt8rt17rt8rd17rd7r2d17rd7r83O7TrO6Tr2O5TOr191O7ThO6Th2O5T2h2t8rt7r2t7r2t17rt8rd8rd7r2d7r2d"
-    "8rd7r2d7r83O7T2O6T2hO5T3ht17rt8rt17rt8rd17rd7r2d17rd7r83o8ro7r2o7r191o7dho5d2h2o5d2h2t8rt7r2t7r2t1"
-    "7rt8rd8rd7r2d7r2d8rd7r2d7r83o6d2ho5d2h2o4d3h2t17rt8rt17rt8rd17rd7r2d17rd7r2675o27r189o27t8rt7r2t7r"
-    "2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o27t17rt8rt17rt8rd17rd7r2d17rd7r83O6o3O5o4O3o6r189O6o3O5o4O3o6t8rt7"
-    "r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O6o3O5o4O3o6t17rt8rt17rt8rd17rd7r2d17rd7r83O17oO8or189O17oO8ot"
-    "8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O17oO8ot17rt8rt17rt8rd17rd7r2d17rd7r83o27r189o27t8rt7r2t7r"
-    "2t17rt8rd8rd7r2d7r2d8rd7r2d7r83o27t17rt8rt17rt8rd17rd7r2d17rd7r2675d27r54d54r81d27t8rt7r2t7r2t17rt"
-    "8rd54r81d27t17rt8rt17rt8rd54r81d5Td6T2d6Td6r54d54r81d5Td6T2d6Td6t8rt7r2t7r2t17rt8rd54r81d5Td6T2d6T"
-    "d6t17rt8rt17rt8rd54r81d5T4d3T5d3T6dr54d54r81d5T4d3T5d3T6dt8rt7r2t7r2t17rt8rd54r81d5T4d3T5d3T6dt17r"
-    "t8rt17rt8rd54r81d27r54d54r81d27t8rt7r2t7r2t17rt8rd54r81d27t17rt8rt17rt8rd54r2673o7r2o5r4o5r193o5d4"
-    "o4d4ro2d5r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o5d4o4d5o2d6rt17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d"
-    "6r84O6or2O5r4O3o2r193O5Td3O4Td3rO2Td4r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O5Td3O4Td4O2Td5rt1"
-    "7rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84O7TrO6Tr2O5Tr192O7ThO6Th2O5T2h2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8r"
-    "d7r2d6r84O7T2O6T2hO5T3ht17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84o7r2o5r4o5r193o5d3ho4d3h2o2d5h2t8rt7r2"
-    "t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o5d3ho4d3h2o2d5h2t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r2676o27r189o"
-    "27t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o27t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84O6o3O5o4O3o6r18"
-    "9O6o3O5o4O3o6t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O6o3O5o4O3o6t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2"
-    "d6r84O17oO8or189O17oO8ot8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O17oO8ot17rt8rt17rt8rd8rd7r2d7r2d8"
-    "rd7r2d6r84o27r189o27t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o27t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6"
-    "r2676d27r54d54r81d27t8rt7r2t6r3t17rt8rd54r81d27t17rt8rt17rt8rd54r81d5Td6T2d6Td6r54d54r81d5Td6T2d6T"
-    "d6t8rt7r2t6r3t17rt8rd54r81d5Td6T2d6Td6t17rt8rt17rt8rd54r81d5T4d3T5d3T6dr54d54r81d5T4d3T5d3T6dt8rt7"
-    "r2t6r3t17rt8rd54r81d5T4d3T5d3T6dt17rt8rt17rt8rd54r81d27r54d54r81d27t8rt7r2t6r3t17rt8rd54r81d27t17r"
-    "t8rt17rt8rd54r2673t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt8rt7r2"
-    "t8rt8rt7r2t8rt8rt7r137t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt8r"
-    "t7r2t8rt8rt7r2t8rt8rt7r137O7TrO6Tr2O5Tr3t8rt7r2t6r3t8rt7r2t6r138O7TrO6Tr2O5Tr3t8rt7r2t6r3t8rt7r2t6"
-    "r138O7T2O6T2rO5T3rt8rt8rt7r2t8rt8rt7r137t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t"
-    "8rt7r2t6r138t8rt8rt7r2t8rt8rt7r2t8rt8rt7r2729o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt7r2t6r3t8rt7r2t6r13"
-    "8o27t8rt8rt7r2t8rt8rt7r137O6o3O5o4O3o6t8rt7r2t6r3t8rt7r2t6r138O6o3O5o4O3o6t8rt7r2t6r3t8rt7r2t6r138"
-    "O6o3O5o4O3o6t8rt8rt7r2t8rt8rt7r137O17oO8ot8rt7r2t6r3t8rt7r2t6r138O17oO8ot8rt7r2t6r3t8rt7r2t6r138O1"
-    "7oO8ot8rt8rt7r2t8rt8rt7r137o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt8rt7r2t8rt"
-    "8rt7r2729d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt8rt7r2t8rt8rt7r2d54r"
-    "81d5Td6T2d6Td6t8rt7r2t6r3t8rt7r2t6r3d54r81d5Td6T2d6Td6t8rt7r2t6r3t8rt7r2t6r3d54r81d5Td6T2d6Td6t8rt"
-    "8rt7r2t8rt8rt7r2d54r81d5T4d3T5d3T6dt8rt7r2t6r3t8rt7r2t6r3d54r81d5T4d3T5d3T6dt8rt7r2t6r3t8rt7r2t6r3"
-    "d54r81d5T4d3T5d3T6dt8rt8rt7r2t8rt8rt7r2d54r81d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt7r2t6r3t8rt7r2t"
-    "6r3d54r81d27t8rt8rt7r2t8rt8rt7r2d54r2673"
+    "d7r2d17rd7r83O6R3O5R4O3R6r189O6od2O5d3rO3o2d3rt8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O6d3O5d4O3o"
+    "d5t17rt8rt17rt8rd17rd7r2d17rd7r83O7TrO6Tr2O5TOr191O7ThO6Th2O5T2h2t8rt7r2t7r2t17rt8rd8rd7r2d7r2d8rd"
+    "7r2d7r83O7T2O6T2hO5T3ht17rt8rt17rt8rd17rd7r2d17rd7r83o8ro7r2o7r191o7dho5d2h2o5d2h2t8rt7r2t7r2t17rt"
+    "8rd8rd7r2d7r2d8rd7r2d7r83o6d2ho5d2h2o4d3h2t17rt8rt17rt8rd17rd7r2d17rd7r2675o27r189o27t8rt7r2t7r2t1"
+    "7rt8rd8rd7r2d7r2d8rd7r2d7r83o27t17rt8rt17rt8rd17rd7r2d17rd7r83O6o3O5o4O3o6r189O6o3O5o4O3o6t8rt7r2t"
+    "7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O6o3O5o4O3o6t17rt8rt17rt8rd17rd7r2d17rd7r83O17oO8or189O17oO8ot8rt"
+    "7r2t7r2t17rt8rd8rd7r2d7r2d8rd7r2d7r83O17oO8ot17rt8rt17rt8rd17rd7r2d17rd7r83o27r189o27t8rt7r2t7r2t1"
+    "7rt8rd8rd7r2d7r2d8rd7r2d7r83o27t17rt8rt17rt8rd17rd7r2d17rd7r2675d27r54d54r81d27t8rt7r2t7r2t17rt8rd"
+    "54r81d27t17rt8rt17rt8rd54r81d5Td6T2d6Td6r54d54r81d5Td6T2d6Td6t8rt7r2t7r2t17rt8rd54r81d5Td6T2d6Td6t"
+    "17rt8rt17rt8rd54r81d5T4d3T5d3T6dr54d54r81d5T4d3T5d3T6dt8rt7r2t7r2t17rt8rd54r81d5T4d3T5d3T6dt17rt8r"
+    "t17rt8rd54r81d27r54d54r81d27t8rt7r2t7r2t17rt8rd54r81d27t17rt8rt17rt8rd54r2673o7r2o5r4o5r193o5d4o4d"
+    "4ro2d5r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o5d4o4d5o2d6rt17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r8"
+    "4O6R3O5R4O3R6r189O5Td3O4Td3rO2Td4r2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O5Td3O4Td4O2Td5rt17rt8"
+    "rt17rt8rd8rd7r2d7r2d8rd7r2d6r84O7TrO6Tr2O5Tr192O7ThO6Th2O5T2h2t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2"
+    "d6r84O7T2O6T2hO5T3ht17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84o7r2o5r4o5r193o5d3ho4d3h2o2d5h2t8rt7r2t6r3"
+    "t17rt8rd8rd7r2d7r2d8rd7r2d6r84o5d3ho4d3h2o2d5h2t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r2676o27r189o27t8"
+    "rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o27t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r84O6o3O5o4O3o6r189O6o"
+    "3O5o4O3o6t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O6o3O5o4O3o6t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r8"
+    "4O17oO8or189O17oO8ot8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84O17oO8ot17rt8rt17rt8rd8rd7r2d7r2d8rd7r"
+    "2d6r84o27r189o27t8rt7r2t6r3t17rt8rd8rd7r2d7r2d8rd7r2d6r84o27t17rt8rt17rt8rd8rd7r2d7r2d8rd7r2d6r267"
+    "6d27r54d54r81d27t8rt7r2t6r3t17rt8rd54r81d27t17rt8rt17rt8rd54r81d5Td6T2d6Td6r54d54r81d5Td6T2d6Td6t8"
+    "rt7r2t6r3t17rt8rd54r81d5Td6T2d6Td6t17rt8rt17rt8rd54r81d5T4d3T5d3T6dr54d54r81d5T4d3T5d3T6dt8rt7r2t6"
+    "r3t17rt8rd54r81d5T4d3T5d3T6dt17rt8rt17rt8rd54r81d27r54d54r81d27t8rt7r2t6r3t17rt8rd54r81d27t17rt8rt"
+    "17rt8rd54r2673t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt8rt7r2t8rt"
+    "8rt7r2t8rt8rt7r137t6R3t5R4t3R6t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt8rt7r"
+    "2t8rt8rt7r2t8rt8rt7r137O7TrO6Tr2O5Tr3t8rt7r2t6r3t8rt7r2t6r138O7TrO6Tr2O5Tr3t8rt7r2t6r3t8rt7r2t6r13"
+    "8O7T2O6T2rO5T3rt8rt8rt7r2t8rt8rt7r137t8rt7r2t6r3t8rt7r2t6r3t8rt7r2t6r138t8rt7r2t6r3t8rt7r2t6r3t8rt"
+    "7r2t6r138t8rt8rt7r2t8rt8rt7r2t8rt8rt7r2729o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt7r2t6r3t8rt7r2t6r138o2"
+    "7t8rt8rt7r2t8rt8rt7r137O6o3O5o4O3o6t8rt7r2t6r3t8rt7r2t6r138O6o3O5o4O3o6t8rt7r2t6r3t8rt7r2t6r138O6o"
+    "3O5o4O3o6t8rt8rt7r2t8rt8rt7r137O17oO8ot8rt7r2t6r3t8rt7r2t6r138O17oO8ot8rt7r2t6r3t8rt7r2t6r138O17oO"
+    "8ot8rt8rt7r2t8rt8rt7r137o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt7r2t6r3t8rt7r2t6r138o27t8rt8rt7r2t8rt8rt"
+    "7r2729d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt8rt7r2t8rt8rt7r2d54r81d"
+    "5Td6T2d6Td6t8rt7r2t6r3t8rt7r2t6r3d54r81d5Td6T2d6Td6t8rt7r2t6r3t8rt7r2t6r3d54r81d5Td6T2d6Td6t8rt8rt"
+    "7r2t8rt8rt7r2d54r81d5T4d3T5d3T6dt8rt7r2t6r3t8rt7r2t6r3d54r81d5T4d3T5d3T6dt8rt7r2t6r3t8rt7r2t6r3d54"
+    "r81d5T4d3T5d3T6dt8rt8rt7r2t8rt8rt7r2d54r81d27t8rt7r2t6r3t8rt7r2t6r3d54r81d27t8rt7r2t6r3t8rt7r2t6r3"
+    "d54r81d27t8rt8rt7r2t8rt8rt7r2d54r2673"
     ;
 
 std::string Expand(const char* runs) {
@@ -89,6 +90,7 @@ char Letter(const Selection& selection, bool grouped) {
   const BoardPlan plan = ToBoardPlan(selection.NativePlanFor(grouped));
   if (plan == BoardPlan::kOneShot) return 'O';
   if (plan == BoardPlan::kTwoPhase) return 'T';
+  if (plan == BoardPlan::kReadInPlace) return 'R';
   return kLetters[static_cast<int>(selection.algorithm)];
 }
 
@@ -164,11 +166,18 @@ TEST(SelectionTableTest, BoardRangesAreTheBoardPlanRules) {
   EXPECT_EQ(few[3].stands_in_for, Algorithm::kDirect);
   EXPECT_EQ(few[3].last, kBoardAllReduceMaxBytes);
   EXPECT_EQ(BoardRanges(8, false, true).size(), 2u);
-  // A core per rank: only where the schedule is oneshot or direct, to 8 KiB.
+  // A core per rank: where the schedule is oneshot or direct, to 8 KiB;
+  // then, two ranks only and nothing forced, read in place to 256 KiB.
   const std::vector<NativeRange> spare = BoardRanges(2, false, false);
-  ASSERT_EQ(spare.size(), 2u);
+  ASSERT_EQ(spare.size(), 3u);
   EXPECT_EQ(spare[0].last, kBoardSpareCoresMaxBytes);
   EXPECT_EQ(spare[1].first, kBoardTinyBytes + 1);
+  EXPECT_EQ(spare[2].first, kBoardSpareCoresMaxBytes + 1);
+  EXPECT_EQ(spare[2].last, kBoardReadInPlaceMaxBytes);
+  EXPECT_EQ(spare[2].stands_in_for, Algorithm::kAuto);
+  EXPECT_EQ(spare[2].plan, ToNativePlan(BoardPlan::kReadInPlace));
+  EXPECT_EQ(BoardRanges(2, true, false).size(), 2u);
+  EXPECT_EQ(BoardRanges(3, false, false).size(), 2u);
   EXPECT_TRUE(BoardRanges(1, false, true).empty());
 }
 
@@ -217,7 +226,10 @@ class BroadcastProvider final : public NativeProvider {
     if (inputs.forced) return {{0, 100, Algorithm::kTree, 7}};
     return {{0, 100, Algorithm::kAuto, 7}};
   }
-  Status Run(const Operation&, NativePlan, const std::atomic<bool>&, int) override { return Status::Ok(); }
+  Status Run(const Operation&, NativePlan, const std::atomic<bool>&, int, bool* served) override {
+    *served = true;
+    return Status::Ok();
+  }
   int stuck_peer() const override { return -1; }
 };
 

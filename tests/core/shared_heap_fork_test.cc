@@ -1,7 +1,7 @@
 // SharedHeap across fork (base/shared_heap.h): parent and child each keep
-// their own copy of every block, as fork promises of ordinary memory, and
-// the heap is retired in both. Its own binary: a fork retires the heap for
-// the rest of the process.
+// their own copy of every block, as fork promises of ordinary memory, the
+// heap is retired in both, and each then makes a fresh heap for new
+// blocks. Its own binary: a fork retires the heap of the test process.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +38,12 @@ TEST(SharedHeapForkTest, ParentAndChildKeepTheirOwnCopiesAndTheHeapRetires) {
     char go = 0;
     if (::read(to_child[0], &go, 1) != 1) ::_exit(2);
     report[1] = block[2];
-    report[2] = (heap->retired() && !heap->Shares(block, bytes) && heap->Allocate(4096) == nullptr) ? 'R' : 'N';
+    SharedHeap* fresh = SharedHeap::Process();
+    void* next = fresh != nullptr ? fresh->Allocate(4096) : nullptr;
+    report[2] = (heap->retired() && !heap->Shares(block, bytes) && heap->Allocate(4096) == nullptr &&
+                 fresh != heap && next != nullptr && fresh->Shares(next, 4096) && SharedHeap::Owning(block) == heap)
+                    ? 'R'
+                    : 'N';
     report[3] = heap->Free(block) ? 'F' : 'N';
     ::_exit(::write(to_parent[1], report, sizeof(report)) == sizeof(report) ? 0 : 3);
   }
@@ -60,8 +65,19 @@ TEST(SharedHeapForkTest, ParentAndChildKeepTheirOwnCopiesAndTheHeapRetires) {
   EXPECT_FALSE(heap->Shares(block, bytes));
   EXPECT_EQ(heap->Allocate(4096), nullptr);
   EXPECT_EQ(heap->BlockBytes(block), bytes);
+  EXPECT_EQ(SharedHeap::Owning(block), heap);
   EXPECT_TRUE(heap->Free(block));
   EXPECT_EQ(heap->live_bytes(), 0u);
+  // A fresh heap for new blocks, shared again.
+  SharedHeap* fresh = SharedHeap::Process();
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_NE(fresh, heap);
+  EXPECT_FALSE(fresh->retired());
+  void* next = fresh->Allocate(bytes);
+  ASSERT_NE(next, nullptr);
+  EXPECT_TRUE(fresh->Shares(next, bytes));
+  EXPECT_EQ(SharedHeap::Owning(next), fresh);
+  EXPECT_TRUE(fresh->Free(next));
 }
 
 }  // namespace

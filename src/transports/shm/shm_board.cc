@@ -38,14 +38,30 @@ constexpr std::chrono::microseconds kMinYield(2000);
 
 }  // namespace
 
-ShmBoard::ShmBoard(int rank, std::vector<Member> members, WaitPolicy policy)
+ShmBoard::ShmBoard(int rank, std::vector<Member> members, WaitPolicy policy, const SharedHeap* own_heap)
     : rank_(rank),
       nranks_(static_cast<int>(members.size())),
       members_(std::move(members)),
       own_area_(members_[rank].area),
       own_header_(members_[rank].header),
       own_pid_(members_[rank].pid),
-      policy_(policy) {}
+      policy_(policy),
+      own_heap_(own_heap) {}
+
+bool ShmBoard::PeersReadInPlace(const void* pointer, size_t bytes) const {
+  const bool in_heap = own_heap_ != nullptr && own_heap_->Shares(pointer, bytes);
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer == rank_ || members_[peer].pid == own_pid_) continue;
+    if (!in_heap || !members_[peer].maps_our_heap) return false;
+  }
+  return true;
+}
+
+const uint8_t* ShmBoard::PeerMemory(int peer, uint64_t address, size_t bytes) const {
+  const Member& member = members_[peer];
+  if (member.pid == own_pid_) return reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(address));
+  return member.heap != nullptr ? member.heap->Translate(address, bytes) : nullptr;
+}
 
 void ShmBoard::Publish(uint64_t round, size_t bytes) {
   BoardSlot& slot = own_area_->slots[round & 1];

@@ -36,8 +36,10 @@
 #include <string>
 #include <vector>
 
+#include "base/shared_heap.h"
 #include "base/status.h"
 #include "transports/shm/shm_layout.h"
+#include "transports/shm/shm_peer_heap.h"
 #include "transports/shm/shm_wait_policy.h"
 
 namespace chorus {
@@ -51,11 +53,18 @@ class ShmBoard {
     SegmentHeader* header = nullptr;
     pid_t pid = 0;
     std::string label;  // "peer 3 (pid 1234)"
+    // Reading its buffers in place (ReadablePeerMemory): its shared heap
+    // mapped here (another process; null: not mapped), and whether it
+    // mapped ours. A rank of this process reads any buffer of ours.
+    const PeerHeapView* heap = nullptr;
+    bool maps_our_heap = false;
   };
   // Polls between two reads of the clock (and of the flags) while spinning.
   static constexpr uint32_t kPollsBetweenChecks = 64;
 
-  ShmBoard(int rank, std::vector<Member> members, WaitPolicy policy);
+  // `own_heap`: this process's shared heap, as published in our segment
+  // (null: none).
+  ShmBoard(int rank, std::vector<Member> members, WaitPolicy policy, const SharedHeap* own_heap = nullptr);
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -78,6 +87,15 @@ class ShmBoard {
   // it does).
   Status AwaitLines(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
                     uint8_t* out);
+
+  // Whether every peer reads [pointer, pointer + bytes) of this rank in
+  // place: peers in this process always; the others when it lies in this
+  // process's shared heap and they mapped it.
+  bool PeersReadInPlace(const void* pointer, size_t bytes) const;
+  // Where `peer`'s [address, address + bytes) (an address in its process)
+  // is readable here, or null: itself for a rank of this process, through
+  // its shared heap mapped here for another.
+  const uint8_t* PeerMemory(int peer, uint64_t address, size_t bytes) const;
 
   // Waits until `peer`'s slot holds `round` and points *payload at it: valid
   // until the peer publishes round + 2, which it cannot before this rank
@@ -111,6 +129,7 @@ class ShmBoard {
   SegmentHeader* const own_header_;
   const pid_t own_pid_;
   const WaitPolicy policy_;
+  const SharedHeap* const own_heap_;
 };
 
 }  // namespace shm

@@ -193,6 +193,7 @@ Status ShmTransport::ConnectPeers(const std::vector<std::string>& addresses, Dea
         shm::RingControlOf(theirs, peer->ring_bytes, options_.rank)->receiver_can_pull.load(std::memory_order_relaxed);
     // Heap blocks only: they mapped our heap (if we have none, nothing).
     const bool heap_only = they_pull == shm::kPullsHeapBlocks;
+    peer->maps_our_heap = heap_only && heap_ != nullptr;
     const bool pulls = they_pull == shm::kPullsAnyBuffer || (heap_only && heap_ != nullptr);
     peer->outbound = std::make_unique<shm::ShmOutbound>(
         shm::RingControlOf(theirs, peer->ring_bytes, options_.rank),
@@ -232,9 +233,11 @@ std::unique_ptr<shm::ShmBoard> ShmTransport::MakeBoard() {
       member.header = peer.header();
       member.pid = peer.pid;
       member.label = peer.label;
+      member.heap = peer.heap.get();
+      member.maps_our_heap = peer.maps_our_heap;
     }
   }
-  return std::make_unique<shm::ShmBoard>(options_.rank, std::move(members), wait_policy_);
+  return std::make_unique<shm::ShmBoard>(options_.rank, std::move(members), wait_policy_, heap_);
 }
 
 }  // namespace chorus

@@ -39,6 +39,7 @@ struct ShmTransport::Peer {
   std::unique_ptr<shm::ShmSegment> segment;
   shm::PullMethod pull_method = shm::PullMethod::kNone;  // how we read its large messages
   std::unique_ptr<shm::PeerHeapView> heap;                // its shared heap, mapped (kHeap)
+  bool maps_our_heap = false;                             // it pulls from our heap blocks
   std::unique_ptr<shm::ShmOutbound> outbound;
   std::unique_ptr<shm::ShmInbound> inbound;
 };
