@@ -1,5 +1,5 @@
 // malloc, free and their kin for the whole process: blocks of
-// CHORUS_MPI_HEAP_MIN_BYTES (256 KiB) or more come from Chorus's shared heap
+// CHORUS_MPI_HEAP_MIN_BYTES (64 KiB) or more come from Chorus's shared heap
 // (chorusMemAlloc), every other block from the C library's own allocator.
 // Ranks on one host then read an unmodified program's large MPI buffers in
 // place (one copy a message instead of two through the shared-memory ring),
@@ -38,8 +38,11 @@ void* __libc_memalign(size_t alignment, size_t size);
 
 namespace {
 
-constexpr size_t kDefaultMinBytes = 256 << 10;
+constexpr size_t kDefaultMinBytes = 64 << 10;
 constexpr size_t kHeapAlignment = 4096;  // heap blocks are whole pages
+// Smaller blocks never: they would waste most of a page (and the test
+// keeps the C library's fast path for them to one compare).
+constexpr size_t kNeverBelowBytes = 4096;
 // Larger zeroed blocks stay with the C library: fresh pages from mmap are
 // zero for free, and a program may touch few of them.
 constexpr size_t kMaxCallocBytes = size_t{64} << 20;
@@ -54,7 +57,7 @@ std::atomic<uintptr_t> high{0};
 
 bool IsZero(const char* value) { return value != nullptr && strcmp(value, "0") == 0; }
 
-// "262144", "256K", "1M"; malformed or zero: the default.
+// "65536", "64K", "1M"; malformed or zero: the default.
 size_t ParseBytes(const char* text) {
   if (text == nullptr || *text == '\0') return kDefaultMinBytes;
   char* end = nullptr;
@@ -101,7 +104,7 @@ void* HeapAllocate(size_t size) {
 // A block for `size` bytes with `alignment` (a power of two) from the heap
 // when it takes it, else null (the caller asks the C library).
 void* TryHeap(size_t size, size_t alignment) {
-  if (size < kDefaultMinBytes / 64 || alignment > kHeapAlignment || !HeapOn() || size < min_bytes) return nullptr;
+  if (size < kNeverBelowBytes || alignment > kHeapAlignment || !HeapOn() || size < min_bytes) return nullptr;
   return HeapAllocate(size);
 }
 

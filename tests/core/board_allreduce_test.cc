@@ -240,55 +240,65 @@ TEST(BoardAllReduceTest, ThreadsBitIdenticalToRankOrderForEveryTypeAndOp) {
 // Every rank count and both plans, as processes: 2 and 4 ranks one-shot, 3
 // ranks two-phase (the threads above take every pairing; each process trial
 // takes about 6 s on 2 cores, so ./test.sh runs three).
+// Forks `nranks` rank processes (this process single-threaded) around a
+// rendezvous of their own; each runs body(rank, id) and reports "" or its
+// error, which is expected to be "" within 50 s.
+void RunProcessRanks(int nranks, const std::function<std::string(int, const chorusUniqueId&)>& body) {
+  const chorus_test::RendezvousProcess rendezvous;  // this process stays single-threaded for the forks below
+  ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
+  const chorusUniqueId id = rendezvous.id();
+  constexpr size_t kMessageBytes = 512;
+  void* mapped = ::mmap(nullptr, nranks * kMessageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  auto* messages = static_cast<char*>(mapped);
+  std::fflush(nullptr);
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < nranks; ++rank) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string error = body(rank, id);
+      std::snprintf(messages + rank * kMessageBytes, kMessageBytes, "%s", error.c_str());
+      ::_exit(error.empty() ? 0 : 1);
+    }
+    pids.push_back(pid);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  for (int rank = 0; rank < nranks; ++rank) {
+    int status = -1;
+    while (::waitpid(pids[rank], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() >= give_up) {
+        ::kill(pids[rank], SIGKILL);
+        ::waitpid(pids[rank], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "rank " << rank << " status " << status << ": " << messages + rank * kMessageBytes;
+  }
+  ::munmap(mapped, nranks * kMessageBytes);
+}
+
 TEST(BoardAllReduceTest, ProcessesBitIdenticalToRankOrderForEveryTypeAndOp) {
   for (int trial = 0; trial < 3; ++trial) {
     const int nranks = 2 + trial;
     const BoardAlgo& algo = kBoardAlgos[trial % 2];
     SCOPED_TRACE(StrCat(nranks, " process ranks, ", algo.config));
-    const chorus_test::RendezvousProcess rendezvous;  // this process stays single-threaded for the forks below
-    ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
-    const chorusUniqueId id = rendezvous.id();
-    constexpr size_t kMessageBytes = 512;
-    void* mapped = ::mmap(nullptr, 4 * kMessageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(mapped, MAP_FAILED);
-    auto* messages = static_cast<char*>(mapped);
-    std::fflush(nullptr);
-    std::vector<pid_t> pids;
-    for (int rank = 0; rank < nranks; ++rank) {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        PinToOneCpu();
-        chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
-        config.algo = algo.config;
-        config.timeoutMs = kTimeoutMs;
-        chorusComm_t comm = nullptr;
-        std::string error = "init failed";
-        if (chorusCommInitRankConfig(&comm, nranks, id, rank, &config) == chorusSuccess) {
-          uint64_t rounds = 0;
-          error = SweepTypesAndOps(comm, rank, nranks, algo.algo, &rounds);
-          if (error.empty() && BoardRounds(comm) != rounds) error = "board not used as expected";
-          chorusCommDestroy(comm);
-        }
-        std::snprintf(messages + rank * kMessageBytes, kMessageBytes, "%s", error.c_str());
-        ::_exit(error.empty() ? 0 : 1);
+    RunProcessRanks(nranks, [&](int rank, const chorusUniqueId& id) {
+      PinToOneCpu();
+      chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+      config.algo = algo.config;
+      config.timeoutMs = kTimeoutMs;
+      chorusComm_t comm = nullptr;
+      std::string error = "init failed";
+      if (chorusCommInitRankConfig(&comm, nranks, id, rank, &config) == chorusSuccess) {
+        uint64_t rounds = 0;
+        error = SweepTypesAndOps(comm, rank, nranks, algo.algo, &rounds);
+        if (error.empty() && BoardRounds(comm) != rounds) error = "board not used as expected";
+        chorusCommDestroy(comm);
       }
-      pids.push_back(pid);
-    }
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(50);
-    for (int rank = 0; rank < nranks; ++rank) {
-      int status = -1;
-      while (::waitpid(pids[rank], &status, WNOHANG) == 0) {
-        if (std::chrono::steady_clock::now() >= give_up) {
-          ::kill(pids[rank], SIGKILL);
-          ::waitpid(pids[rank], &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "rank " << rank << " status " << status << ": " << messages + rank * kMessageBytes;
-    }
-    ::munmap(mapped, 4 * kMessageBytes);
+      return error;
+    });
   }
 }
 
@@ -556,62 +566,31 @@ TEST(BoardAllReduceTest, TwoProcessesReadSharedHeapInputsInPlace) {
   enum Memory { kHeap, kOrdinary, kMixed };
   for (Memory memory : {kHeap, kOrdinary, kMixed}) {
     SCOPED_TRACE(memory == kHeap ? "shared heap" : memory == kOrdinary ? "ordinary memory" : "one of each");
-    const chorus_test::RendezvousProcess rendezvous;
-    ASSERT_TRUE(rendezvous.ok()) << rendezvous.error();
-    const chorusUniqueId id = rendezvous.id();
-    constexpr size_t kMessageBytes = 512;
-    void* mapped = ::mmap(nullptr, 2 * kMessageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(mapped, MAP_FAILED);
-    auto* messages = static_cast<char*>(mapped);
-    std::fflush(nullptr);
-    std::vector<pid_t> pids;
-    for (int rank = 0; rank < 2; ++rank) {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        PinToOneCpu(rank);
-        chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
-        config.timeoutMs = kTimeoutMs;
-        chorusComm_t comm = nullptr;
-        std::string error = "init failed";
-        if (chorusCommInitRankConfig(&comm, 2, id, rank, &config) == chorusSuccess) {
-          const bool heap = memory == kHeap || (memory == kMixed && rank == 0);
-          void* block = nullptr;
-          std::vector<uint8_t> ordinary;
-          error = CheckCorePerRank(comm);
-          if (!error.empty()) {
-            if (error == "skip") error = "";  // one CPU: the board's other plans
-          } else if (heap && chorusMemAlloc(&block, 1 << 20) != chorusSuccess) {
-            error = StrCat("chorusMemAlloc: ", chorusGetLastError(nullptr));
-          } else {
-            error = SweepReadInPlace(comm, rank, memory == kHeap, [&](size_t bytes) -> uint8_t* {
-              if (heap) return static_cast<uint8_t*>(block);
-              ordinary.assign(bytes, 0);
-              return ordinary.data();
-            });
-          }
-          if (block != nullptr) chorusMemFree(block);
-          chorusCommDestroy(comm);
-        }
-        std::snprintf(messages + rank * kMessageBytes, kMessageBytes, "%s", error.c_str());
-        ::_exit(error.empty() ? 0 : 1);
+    RunProcessRanks(2, [&](int rank, const chorusUniqueId& id) {
+      PinToOneCpu(rank);
+      chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+      config.timeoutMs = kTimeoutMs;
+      chorusComm_t comm = nullptr;
+      if (chorusCommInitRankConfig(&comm, 2, id, rank, &config) != chorusSuccess) return std::string("init failed");
+      const bool heap = memory == kHeap || (memory == kMixed && rank == 0);
+      void* block = nullptr;
+      std::vector<uint8_t> ordinary;
+      std::string error = CheckCorePerRank(comm);
+      if (!error.empty()) {
+        if (error == "skip") error = "";  // one CPU: the board's other plans
+      } else if (heap && chorusMemAlloc(&block, 1 << 20) != chorusSuccess) {
+        error = StrCat("chorusMemAlloc: ", chorusGetLastError(nullptr));
+      } else {
+        error = SweepReadInPlace(comm, rank, memory == kHeap, [&](size_t bytes) -> uint8_t* {
+          if (heap) return static_cast<uint8_t*>(block);
+          ordinary.assign(bytes, 0);
+          return ordinary.data();
+        });
       }
-      pids.push_back(pid);
-    }
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(50);
-    for (int rank = 0; rank < 2; ++rank) {
-      int status = -1;
-      while (::waitpid(pids[rank], &status, WNOHANG) == 0) {
-        if (std::chrono::steady_clock::now() >= give_up) {
-          ::kill(pids[rank], SIGKILL);
-          ::waitpid(pids[rank], &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "rank " << rank << " status " << status << ": " << messages + rank * kMessageBytes;
-    }
-    ::munmap(mapped, 2 * kMessageBytes);
+      if (block != nullptr) chorusMemFree(block);
+      chorusCommDestroy(comm);
+      return error;
+    });
   }
 }
 

@@ -11,6 +11,7 @@
 #include "base/spin_wait.h"
 #include "transports/shm/shm_futex.h"
 #include "transports/shm/shm_names.h"
+#include "transports/shm/shm_tsan.h"
 
 namespace chorus {
 namespace shm {
@@ -71,6 +72,7 @@ void ShmBoard::Publish(uint64_t round, size_t bytes) {
   // with SleepOnce (Dekker), so a peer either sees our round or we see that
   // it sleeps and wake it. (A release store without the fence measured the
   // same, 2 ranks pinned, and could miss a wake-up.)
+  TsanBoardRelease(own_header_, round);
   slot.round.store(round, std::memory_order_seq_cst);
   for (int peer = 0; peer < nranks_; ++peer) {
     if (peer == rank_) continue;
@@ -174,6 +176,7 @@ Status ShmBoard::Ready(int peer, uint64_t round, size_t bytes, const uint8_t** p
                         " where rank ", rank_, " expects ", bytes, " (the ranks called different operations)");
   }
   *payload = slot.payload;
+  TsanBoardAcquire(members_[peer].header, round);
   return Status::Ok();
 }
 

@@ -40,6 +40,7 @@
 #include "base/status.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_peer_heap.h"
+#include "transports/shm/shm_tsan.h"
 #include "transports/shm/shm_wait_policy.h"
 
 namespace chorus {
@@ -108,6 +109,7 @@ class ShmBoard {
     const BoardSlot& slot = members_[peer].area->slots[round & 1];
     if (slot.round.load(std::memory_order_acquire) == round && slot.bytes == bytes) {
       *payload = slot.payload;
+      TsanBoardAcquire(members_[peer].header, round);
       return Status::Ok();
     }
     return AwaitSlow(peer, round, bytes, abort, timeout_ms, payload);

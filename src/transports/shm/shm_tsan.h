@@ -56,9 +56,29 @@ inline void* TsanSyncAddress(const RingControl* ring, const void* word) {
 inline void TsanReleaseShared(const RingControl* ring, const void* word) { __tsan_release(TsanSyncAddress(ring, word)); }
 // After loading `word` with acquire (and seeing the value that matters).
 inline void TsanAcquireShared(const RingControl* ring, const void* word) { __tsan_acquire(TsanSyncAddress(ring, word)); }
+// The same for a board slot (shm_board.h), named by its owner's segment
+// nonce and the slot: a rank that reads a peer's buffer of this process in
+// place after the peer's round (BoardAllReduce's read in place) is ordered
+// after the peer's writes to it, and the peer's next writes after the
+// reader's next round.
+inline void* TsanBoardAddress(const SegmentHeader* owner, uint64_t round) {
+  alignas(8) static uint64_t cells[1024];
+  uint64_t key = 0;
+  std::memcpy(&key, owner->nonce, sizeof(key));
+  key = (key + (round & 1)) * 0x9E3779B97F4A7C15ull;
+  return &cells[key >> (64 - 10)];
+}
+inline void TsanBoardRelease(const SegmentHeader* owner, uint64_t round) {
+  __tsan_release(TsanBoardAddress(owner, round));
+}
+inline void TsanBoardAcquire(const SegmentHeader* owner, uint64_t round) {
+  __tsan_acquire(TsanBoardAddress(owner, round));
+}
 #else
 inline void TsanReleaseShared(const RingControl*, const void*) {}
 inline void TsanAcquireShared(const RingControl*, const void*) {}
+inline void TsanBoardRelease(const SegmentHeader*, uint64_t) {}
+inline void TsanBoardAcquire(const SegmentHeader*, uint64_t) {}
 #endif
 
 }  // namespace shm
