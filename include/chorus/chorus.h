@@ -324,10 +324,13 @@ chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle);
  * full, or the process forked too often).
  */
 chorusResult_t chorusMemAlloc(void** ptr, size_t size);
-/** Frees memory of chorusMemAlloc; chorusInvalidArgument for any other pointer (nothing is done). */
+/** Frees memory of chorusMemAlloc; chorusInvalidArgument for any other
+ *  pointer: nothing is done and, so that an allocator may ask on its free
+ *  path, nothing is logged or kept as the last error. */
 chorusResult_t chorusMemFree(void* ptr);
 /** `*size`: the usable bytes of a block of chorusMemAlloc (`size` rounded
- *  up to whole pages); chorusInvalidArgument for any other pointer. */
+ *  up to whole pages); chorusInvalidArgument, quietly as chorusMemFree,
+ *  for any other pointer. */
 chorusResult_t chorusMemGetSize(const void* ptr, size_t* size);
 
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);

@@ -10,8 +10,11 @@
 // for good once the heap refuses a block (it is full, or the process forked:
 // base/shared_heap.h keeps fork's copy-on-write semantics and retires the
 // heap). Blocks that existed before stay valid and are freed where they came
-// from: a pointer belongs to the heap when it lies in the range the heap
-// handed blocks out of.
+// from: a pointer outside the bounds of every block the heaps handed out is
+// the C library's at once; inside them, chorusMemFree says whether it is a
+// heap block (quietly, allocating nothing), and if not the C library frees
+// it (a process that forked has heaps at several ranges, with the C
+// library's memory between them).
 //
 // The heap is used only once this library's constructor ran, so that
 // libchorus is initialised; allocations before that are the C library's.

@@ -25,16 +25,17 @@ chorusResult_t chorusMemAlloc(void** ptr, size_t size) {
                                                      " bytes has no room for ", size, " more"));
 }
 
+// A pointer that is not a block is answered without a word (no message, no
+// last error): an allocator that serves malloc asks this on its free path,
+// where making a message would allocate and free again.
 chorusResult_t chorusMemFree(void* ptr) {
   SharedHeap* heap = SharedHeap::Owning(ptr);
-  if (heap != nullptr && heap->Free(ptr)) return chorusSuccess;
-  return chorus::Report(nullptr, InvalidArgument("chorusMemFree: ", ptr, " is not memory of chorusMemAlloc"));
+  return heap != nullptr && heap->Free(ptr) ? chorusSuccess : chorusInvalidArgument;
 }
 
 chorusResult_t chorusMemGetSize(const void* ptr, size_t* size) {
   if (size == nullptr) return chorus::Report(nullptr, InvalidArgument("chorusMemGetSize: size is NULL"));
   SharedHeap* heap = SharedHeap::Owning(ptr);
   *size = heap != nullptr ? heap->BlockBytes(ptr) : 0;
-  if (*size > 0) return chorusSuccess;
-  return chorus::Report(nullptr, InvalidArgument("chorusMemGetSize: ", ptr, " is not memory of chorusMemAlloc"));
+  return *size > 0 ? chorusSuccess : chorusInvalidArgument;
 }

@@ -4,6 +4,8 @@
 // of the process): shared_heap_fork_test covers that.
 #include "base/shared_heap.h"
 
+#include "chorus/chorus.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -53,6 +55,30 @@ TEST(SharedHeapTest, ForeignPointersAreNotItsOwn) {
   EXPECT_FALSE(heap->Free(ordinary.data()));
   EXPECT_EQ(heap->BlockBytes(ordinary.data()), 0u);
   EXPECT_FALSE(heap->Shares(ordinary.data(), ordinary.size()));
+}
+
+// An allocator serving malloc asks chorusMemFree and chorusMemGetSize about
+// every pointer near the heap: a foreign one is answered without a message
+// (making one would allocate, and free, inside free).
+TEST(SharedHeapTest, TheApiAnswersForeignPointersQuietly) {
+  size_t size = 0;
+  ASSERT_EQ(chorusMemGetSize(nullptr, nullptr), chorusInvalidArgument);
+  const std::string before = chorusGetLastError(nullptr);
+  ASSERT_NE(before, "");
+  std::vector<char> ordinary(1 << 16);
+  EXPECT_EQ(chorusMemFree(ordinary.data()), chorusInvalidArgument);
+  EXPECT_EQ(chorusMemGetSize(ordinary.data(), &size), chorusInvalidArgument);
+  EXPECT_EQ(chorusMemFree(nullptr), chorusInvalidArgument);
+  EXPECT_EQ(chorusGetLastError(nullptr), before);
+  void* block = nullptr;
+  ASSERT_EQ(chorusMemAlloc(&block, 100000), chorusSuccess);
+  EXPECT_EQ(chorusMemGetSize(block, &size), chorusSuccess);
+  EXPECT_EQ(size, 25 * kPage);
+  EXPECT_EQ(chorusMemFree(static_cast<char*>(block) + kPage), chorusInvalidArgument);
+  EXPECT_EQ(chorusMemFree(block), chorusSuccess);
+  EXPECT_EQ(chorusMemFree(block), chorusInvalidArgument);
+  EXPECT_EQ(chorusMemAlloc(&block, 0), chorusInvalidArgument);
+  EXPECT_EQ(block, nullptr);
 }
 
 TEST(SharedHeapTest, SharesOnlyRangesInsideTheHeap) {

@@ -182,4 +182,37 @@ TEST_F(InterposerTest, Mpi4pySmoke) {
       << run.err;
 }
 
+// malloc under the interposer, fork included (heap_malloc_check.c), with the
+// shared heap on and off. Sanitizer builds leave malloc to their runtimes
+// (the program then checks the C library's malloc the same way).
+TEST_F(InterposerTest, MallocServesLargeBlocksFromTheSharedHeapAcrossFork) {
+  const bool sanitized = Has(CHORUS_MPI_PRELOAD, "libasan") || Has(CHORUS_MPI_PRELOAD, "libtsan");
+  for (const char* setting : {"CHORUS_SHARED_HEAP=1", "CHORUS_SHARED_HEAP=0", "CHORUS_MPI=0"}) {
+    SCOPED_TRACE(setting);
+    const CliRun run = RunCommand(std::string("env ") + setting + " LD_PRELOAD=" CHORUS_MPI_PRELOAD " "
+                                  CHORUS_HEAP_MALLOC_CHECK, kTimeoutS);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_TRUE(Has(run.out, "heap malloc check: ok")) << run.out;
+    const bool on = !sanitized && std::string(setting) == "CHORUS_SHARED_HEAP=1";
+    EXPECT_TRUE(Has(run.out, on ? "heap: on" : "heap: off")) << run.out;
+  }
+}
+
+// The same with numpy and Python's multiprocessing fork (heap_fork.py): the
+// forked child once freed the C library's memory lying between its fresh
+// heap and the inherited one through the heap's error path, which allocated
+// and freed again, without end.
+TEST_F(InterposerTest, NumpyArraysSurviveAForkedChild) {
+  if (Has(CHORUS_MPI_PRELOAD, "libasan") || Has(CHORUS_MPI_PRELOAD, "libtsan")) {
+    GTEST_SKIP() << "sanitizer builds leave malloc to their runtimes";
+  }
+  if (RunCommand("/usr/bin/python3 -c 'import numpy'").exit_code != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no numpy (Debian: python3-numpy)";
+  }
+  const CliRun run =
+      RunCommand("env LD_PRELOAD=" CHORUS_MPI_PRELOAD " /usr/bin/python3 " CHORUS_HEAP_FORK_PY, kTimeoutS);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(Has(run.out, "heap fork: ok")) << run.out;
+}
+
 }  // namespace
