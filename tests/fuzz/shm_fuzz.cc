@@ -113,7 +113,7 @@ void FuzzRing(FuzzedDataProvider& input) {
   BounceBuffer bounce{bounce_bytes.data(), bounce_bytes.size()};
   ShmStats stats;
   ShmInbound inbound(control.get(), ring, kRingBytes, sender.get(), method, ::getpid(), "peer 1 (fuzz)",
-                     &stats, &bounce);
+                     &stats, &bounce, /*heap=*/nullptr);
   for (TransferRequest& request : requests) inbound.Push(&request);
 
   Status status;
