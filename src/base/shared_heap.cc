@@ -142,9 +142,7 @@ void* SharedHeap::Allocate(size_t bytes) {
     retained_.erase(best);
   } else if (!TakeFree(need, &offset)) {
     // Fragmented by retained blocks: give them back and look again.
-    for (const auto& block : retained_) Release(block.first, block.second);
-    retained_.clear();
-    retained_bytes_ = 0;
+    ReleaseRetained();
     if (!TakeFree(need, &offset)) return nullptr;
   }
   live_[offset] = taken;
@@ -179,6 +177,12 @@ void SharedHeap::Release(uintptr_t offset, size_t bytes) {
     }
   }
   free_[offset] = bytes;
+}
+
+void SharedHeap::ReleaseRetained() {
+  for (const auto& block : retained_) Release(block.first, block.second);
+  retained_.clear();
+  retained_bytes_ = 0;
 }
 
 bool SharedHeap::Free(void* pointer) {
@@ -232,9 +236,7 @@ void SharedHeap::BeforeFork() {
   SharedHeap* heap = heaps.current.load(std::memory_order_relaxed);
   if (heap == nullptr) return;
   heap->mutex_.lock();
-  for (const auto& block : heap->retained_) heap->Release(block.first, block.second);
-  heap->retained_.clear();
-  heap->retained_bytes_ = 0;
+  heap->ReleaseRetained();
 }
 
 // In the parent and in the child after fork: the current heap retires and

@@ -99,6 +99,7 @@ class SharedHeap {
   static void AfterFork();
   void Retire();
   void Release(uintptr_t offset, size_t bytes);  // punches, then joins the free extents
+  void ReleaseRetained();                        // every retained block, Released
   bool TakeFree(size_t bytes, uintptr_t* offset);
 
   const int fd_;

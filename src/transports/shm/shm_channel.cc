@@ -178,20 +178,18 @@ Status ShmInbound::Pull(uint64_t source_address, TransferRequest* request) {
 }
 
 Status ShmInbound::Copy(uint64_t source_address, TransferRequest* request) {
-  const auto* source = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(source_address));
-  if (method_ == PullMethod::kMemcpy) {
-    // Same process: combine straight out of the sender's buffer, one pass.
+  if (method_ == PullMethod::kMemcpy || method_ == PullMethod::kHeap) {
+    // Readable here (same process, or the sender's heap block mapped here):
+    // copy or combine straight out of it, one pass.
+    const uint8_t* source = nullptr;
+    if (method_ == PullMethod::kMemcpy) {
+      source = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(source_address));
+    } else if (heap_ != nullptr) {
+      source = heap_->Translate(source_address, request->bytes);
+    }
+    if (source == nullptr) return Corrupt(StrCat("pull of ", request->bytes, " bytes from outside the sender's heap"));
     Deliver(request, source, request->bytes);
-    ++stats_->memcpy_pulls;
-    if (request->combine != nullptr) ++stats_->combined_messages;
-    return Status::Ok();
-  }
-  if (method_ == PullMethod::kHeap) {
-    // The sender's heap block, mapped here: the same one pass.
-    const uint8_t* mapped = heap_ == nullptr ? nullptr : heap_->Translate(source_address, request->bytes);
-    if (mapped == nullptr) return Corrupt(StrCat("pull of ", request->bytes, " bytes from outside the sender's heap"));
-    Deliver(request, mapped, request->bytes);
-    ++stats_->heap_pulls;
+    ++(method_ == PullMethod::kMemcpy ? stats_->memcpy_pulls : stats_->heap_pulls);
     if (request->combine != nullptr) ++stats_->combined_messages;
     return Status::Ok();
   }
