@@ -21,7 +21,22 @@ std::atomic<int> live_chorus_comms{0};  // entries with a Chorus communicator
 std::mutex live_mutex;
 std::unordered_set<CommEntry*>* live = new std::unordered_set<CommEntry*>();
 
+// Entries destroyed so far: a thread's cached lookup (below) is valid while
+// this is unchanged, since an MPI handle may be reused once freed.
+std::atomic<uint64_t> entries_destroyed{0};
+
+// The communicator this thread looked up last and its entry: a program's
+// calls mostly go to one communicator, and PMPI_Comm_get_attr is a hash
+// lookup. Initial-exec: a plain load off the thread pointer.
+struct LastLookup {
+  MPI_Comm comm;
+  CommEntry* entry;  // nullptr: nothing cached
+  uint64_t destroyed;
+};
+__attribute__((tls_model("initial-exec"))) thread_local LastLookup last_lookup = {};
+
 void DestroyEntry(CommEntry* entry) {
+  entries_destroyed.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(live_mutex);
     live->erase(entry);
@@ -163,9 +178,9 @@ CommEntry* MakeEntry(MPI_Comm comm) {
   return entry;
 }
 
-}  // namespace
-
-CommEntry* ChorusCommFor(MPI_Comm comm, const char** reason) {
+// The entry cached on `comm`, made on first use; nullptr with *reason set
+// when there is none.
+CommEntry* LookUp(MPI_Comm comm, const char** reason) {
   const int key = Keyval();
   if (key == MPI_KEYVAL_INVALID) {
     *reason = "no MPI attribute key";
@@ -189,6 +204,20 @@ CommEntry* ChorusCommFor(MPI_Comm comm, const char** reason) {
       *reason = "cannot cache the Chorus communicator";
       return nullptr;
     }
+  }
+  return entry;
+}
+
+}  // namespace
+
+CommEntry* ChorusCommFor(MPI_Comm comm, const char** reason) {
+  LastLookup& last = last_lookup;
+  CommEntry* entry = last.entry;
+  const uint64_t destroyed = entries_destroyed.load(std::memory_order_acquire);
+  if (entry == nullptr || last.comm != comm || last.destroyed != destroyed) {
+    entry = LookUp(comm, reason);
+    if (entry == nullptr) return nullptr;
+    last = {comm, entry, destroyed};
   }
   if (entry->comm == nullptr) {
     *reason = entry->unusable_reason;

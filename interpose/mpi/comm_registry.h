@@ -8,9 +8,11 @@
 // a rank has CHORUS_MPI_MAX_COMMS alive or too few file descriptors left;
 // rank 0's chorusGetUniqueId broadcast with PMPI_Bcast;
 // chorusCommInitRankConfig on every rank; an agreement that every rank
-// succeeded, so that all or none use it). The result is cached as an MPI attribute whose delete
-// callback destroys the Chorus communicator when the MPI one is freed;
-// MPI_Finalize deletes the ones still alive.
+// succeeded, so that all or none use it). The result is cached as an MPI
+// attribute whose delete callback destroys the Chorus communicator when the
+// MPI one is freed; MPI_Finalize deletes the ones still alive. Each thread
+// also keeps its last lookup, valid until any entry is destroyed (a freed
+// handle may come back for another communicator).
 #pragma once
 
 #include <mpi.h>

@@ -2,12 +2,18 @@
 
 #include <mpi.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "interpose/mpi/asymmetric_fence.h"
 #include "interpose/mpi/report.h"
 
 namespace chorus_mpi {
@@ -16,29 +22,58 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(5);
 constexpr auto kProbeInterval = std::chrono::microseconds(100);
 
-// How many threads are in a watched wait (low 32 bits) and how many waits
-// began so far (high 32 bits, wrapping): one atomic add on entry, so a short
-// wait costs two uncontended read-modify-writes and a load.
-constexpr unsigned long long kInsideMask = 0xffffffffull;
-constexpr unsigned long long kEntry = (1ull << 32) + 1;
+}  // namespace
+
+// A thread's waits: twice the waits it finished, plus one while it is in
+// one (odd: waiting). Only its thread writes it, so plain stores suffice;
+// the helper reads it. A slot outlives its thread and serves a later one.
+struct alignas(64) WaitSlot {
+  std::atomic<uint64_t> mark{0};
+  std::atomic<bool> in_use{true};
+};
+
+namespace {
 
 struct Helper {
-  std::atomic<unsigned long long> waits{0};  // inside | entries << 32
   // A probe is in flight or about to start. A leaving thread waits until it
-  // is false; the helper sets it before it looks at `waits` (both seq_cst,
-  // so either the helper sees the thread gone or the thread sees the probe).
+  // is false. The helper sets it, HeavyFence, then reads the slot; the
+  // thread writes its slot, LightFence, then reads `probing`: either the
+  // helper sees the wait over or the thread sees the probe.
   std::atomic<bool> probing{false};
   std::atomic<bool> stopped{false};  // no probe after this (MPI_Finalize)
   std::mutex sleep_mutex;
   std::condition_variable wake;  // stop
   bool stop = false;             // under sleep_mutex
 
-  static unsigned long long Inside(unsigned long long word) { return word & kInsideMask; }
+  std::mutex slots_mutex;
+  std::deque<WaitSlot> slots;  // stable addresses; under slots_mutex
+  pthread_key_t slot_key{};    // frees a thread's slot when it exits
+  bool have_key = false;
 
-  // One PMPI_Iprobe, unless every watched wait ended or MPI is finalizing.
-  void Probe() {
+  Helper() { have_key = pthread_key_create(&slot_key, &Release) == 0; }
+
+  static void Release(void* slot) { static_cast<WaitSlot*>(slot)->in_use.store(false, std::memory_order_release); }
+
+  WaitSlot* Claim() {
+    std::lock_guard<std::mutex> lock(slots_mutex);
+    WaitSlot* slot = nullptr;
+    for (WaitSlot& free_slot : slots) {
+      if (!free_slot.in_use.load(std::memory_order_acquire)) {
+        slot = &free_slot;
+        slot->in_use.store(true, std::memory_order_relaxed);
+        break;
+      }
+    }
+    if (slot == nullptr) slot = &slots.emplace_back();
+    if (have_key) pthread_setspecific(slot_key, slot);
+    return slot;
+  }
+
+  // One PMPI_Iprobe, unless the wait ended or MPI is finalizing.
+  void Probe(const WaitSlot& slot, uint64_t mark) {
     probing.store(true, std::memory_order_seq_cst);
-    if (!stopped.load(std::memory_order_seq_cst) && Inside(waits.load(std::memory_order_seq_cst)) > 0) {
+    HeavyFence();
+    if (!stopped.load(std::memory_order_seq_cst) && slot.mark.load(std::memory_order_relaxed) == mark) {
       int flag = 0;
       PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
     }
@@ -47,43 +82,65 @@ struct Helper {
 
   // Until `probing` is false: a probe lasts microseconds.
   void AwaitNoProbe() const {
-    for (int spins = 0; probing.load(std::memory_order_seq_cst); ++spins) {
+    for (int spins = 0; probing.load(std::memory_order_acquire); ++spins) {
       if (spins >= 64) std::this_thread::yield();
     }
   }
 
+  // A slot in the same wait as at the last tick (its mark in `seen`), or
+  // null; `seen` becomes the waits under way now.
+  WaitSlot* FindStuck(std::vector<std::pair<WaitSlot*, uint64_t>>& seen, uint64_t* mark) {
+    std::vector<std::pair<WaitSlot*, uint64_t>> now;
+    WaitSlot* stuck = nullptr;
+    std::lock_guard<std::mutex> lock(slots_mutex);
+    for (WaitSlot& slot : slots) {
+      const uint64_t current = slot.mark.load(std::memory_order_acquire);
+      if (current % 2 == 0) continue;
+      now.emplace_back(&slot, current);
+      for (const auto& [was, was_mark] : seen) {
+        if (stuck == nullptr && was == &slot && was_mark == current) {
+          stuck = &slot;
+          *mark = current;
+        }
+      }
+    }
+    seen.swap(now);
+    return stuck;
+  }
+
   void Run() {
-    unsigned long long seen = ~0ull;
+    std::vector<std::pair<WaitSlot*, uint64_t>> seen;
     std::unique_lock<std::mutex> lock(sleep_mutex);
     while (!stop) {
       wake.wait_for(lock, kTick, [this] { return stop; });
-      const unsigned long long now = waits.load(std::memory_order_acquire);
-      if (Inside(now) == 0 || (now >> 32) != (seen >> 32)) {
-        seen = now;  // nobody waiting, or new waits since the last tick
-        continue;
-      }
-      // The same waits for a whole tick: drive MPI until they end.
-      while (!stop) {
-        const unsigned long long current = waits.load(std::memory_order_acquire);
-        if (Inside(current) == 0 || (current >> 32) != (now >> 32)) break;
+      uint64_t mark = 0;
+      WaitSlot* stuck = FindStuck(seen, &mark);
+      if (stuck == nullptr) continue;
+      // The same wait for a whole tick: drive MPI until it ends.
+      while (!stop && stuck->mark.load(std::memory_order_acquire) == mark) {
         lock.unlock();
-        Probe();
+        Probe(*stuck, mark);
         lock.lock();
         wake.wait_for(lock, kProbeInterval, [this] { return stop; });
       }
-      seen = ~0ull;
+      seen.clear();
     }
   }
 };
 
 Helper* helper = nullptr;
 
+// This thread's slot (initial-exec: a plain load off the thread pointer,
+// where the default model calls __tls_get_addr).
+__attribute__((tls_model("initial-exec"))) thread_local WaitSlot* thread_slot = nullptr;
+
 // Starts the helper at the first watched wait. A function-local static, not
 // std::call_once, which writes two thread-locals on every call.
 Helper* Started() {
   static Helper* const started = [] {
     if (!ProgressHelperEnabled()) return static_cast<Helper*>(nullptr);
-    helper = new Helper();  // never freed: the thread may outlive MPI_Finalize's caller
+    HeavyFenceIsMembarrier();  // registers before any wait relies on it
+    helper = new Helper();     // never freed: the thread may outlive MPI_Finalize's caller
     std::thread([] { helper->Run(); }).detach();
     return helper;
   }();
@@ -93,14 +150,22 @@ Helper* Started() {
 }  // namespace
 
 ProgressWatch::ProgressWatch() {
-  if (Helper* h = Started()) h->waits.fetch_add(kEntry, std::memory_order_seq_cst);
+  Helper* h = Started();
+  if (h == nullptr) return;
+  WaitSlot* slot = thread_slot;
+  if (slot == nullptr) slot = thread_slot = h->Claim();
+  const uint64_t mark = slot->mark.load(std::memory_order_relaxed);
+  if (mark % 2 != 0) return;  // inside an outer watch
+  slot_ = slot;
+  mark_ = mark + 1;
+  slot->mark.store(mark_, std::memory_order_relaxed);
 }
 
 ProgressWatch::~ProgressWatch() {
-  if (Helper* h = helper) {
-    h->waits.fetch_sub(1, std::memory_order_seq_cst);
-    h->AwaitNoProbe();  // none runs once we return
-  }
+  if (slot_ == nullptr) return;
+  slot_->mark.store(mark_ + 1, std::memory_order_release);
+  LightFence();
+  helper->AwaitNoProbe();  // none runs once we return
 }
 
 void StopProgressHelper() {
@@ -112,6 +177,7 @@ void StopProgressHelper() {
   }
   h->wake.notify_all();
   h->stopped.store(true, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the store above, then the load of `probing`
   h->AwaitNoProbe();
 }
 

@@ -11,20 +11,30 @@
 // PMPI_Iprobe every 100 us until the wait ends. The program's thread is
 // inside an MPI call meanwhile, so MPI still sees one call at a time (the
 // watch's exit waits for a probe in flight); Open MPI does not mind which
-// thread that is. A short wait costs two uncontended atomic
-// read-modify-writes and a load, no lock. CHORUS_MPI_PROGRESS=0 turns the
-// helper off.
+// thread that is. A short wait costs two plain stores to the thread's own
+// slot, a compiler barrier and a load: no lock and no atomic
+// read-modify-write (the helper's side of the handshake is a membarrier,
+// asymmetric_fence.h). CHORUS_MPI_PROGRESS=0 turns the helper off.
 #pragma once
+
+#include <stdint.h>
 
 namespace chorus_mpi {
 
-// RAII around a blocking Chorus wait on the calling thread.
+struct WaitSlot;  // progress.cc: one per thread that waited
+
+// RAII around a blocking Chorus wait on the calling thread (a watch inside
+// another on the same thread adds nothing).
 class ProgressWatch {
  public:
   ProgressWatch();
   ~ProgressWatch();
   ProgressWatch(const ProgressWatch&) = delete;
   ProgressWatch& operator=(const ProgressWatch&) = delete;
+
+ private:
+  WaitSlot* slot_ = nullptr;  // null: no helper, or an outer watch has it
+  uint64_t mark_ = 0;         // the slot's value during this wait (odd)
 };
 
 // Stops the helper (at MPI_Finalize, before PMPI_Finalize).

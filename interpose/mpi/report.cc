@@ -110,9 +110,14 @@ Counters& Stats() {
   return *counters;
 }
 
+// This thread's counters (initial-exec: a plain load off the thread
+// pointer, where a dynamically initialised thread_local calls
+// __tls_get_addr and checks a guard on every call).
+__attribute__((tls_model("initial-exec"))) thread_local ThreadCounters* my_counters = nullptr;
+
 ThreadCounters& MyCounters() {
-  thread_local ThreadCounters* mine = Stats().Register();
-  return *mine;
+  if (my_counters == nullptr) my_counters = Stats().Register();
+  return *my_counters;
 }
 
 // Only this thread writes its counters: a load and a store, not an RMW.

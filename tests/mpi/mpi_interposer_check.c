@@ -805,6 +805,17 @@ static void Communicators(void) {
   }
   MPI_Comm_free(&split);
 
+  /* Freed and made again with other members every round: MPI may hand out
+   * a freed handle again, and the new communicator must not run on the old
+   * one's Chorus communicator (the interposer caches each thread's last
+   * lookup). */
+  for (int round = 0; round < 6; ++round) {
+    MPI_Comm regrouped;
+    MPI_Comm_split(MPI_COMM_WORLD, (rank + round) / 2 % 2, rank, &regrouped);
+    CheckAllreduce(regrouped, Find(MPI_INT), MPI_SUM, 100, 0);
+    MPI_Comm_free(&regrouped);
+  }
+
   /* Duplicates and MPI_Comm_create, made and freed several times. */
   for (int round = 0; round < 3; ++round) {
     MPI_Comm dup;
