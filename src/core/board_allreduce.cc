@@ -50,6 +50,18 @@ Status FoldOperands(const Operation& op, int nranks, uint8_t* dst, size_t count,
   return Status::Ok();
 }
 
+// Where this rank's operand of a one-shot fold can be read: its input
+// itself (nullptr: no, its slot's copy), unless the input must be scaled
+// first, or the fold could overwrite it before its turn: in place past
+// ranks 0 and 1 (the kernels allow only exact aliasing, which ranks 0 and
+// 1 have), or overlapping the output at another address.
+const uint8_t* OwnInputIfReadable(const Operation& op, const uint8_t* input, const uint8_t* out, size_t bytes,
+                                  int self) {
+  const bool overlaps = input < out + bytes && out < input + bytes;
+  if (op.premultiply || (overlaps && (self >= 2 || input != out))) return nullptr;
+  return input;
+}
+
 }  // namespace
 
 std::vector<NativeRange> BoardRanges(int nranks, bool forced, bool shares_cores) {
@@ -129,8 +141,13 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const uint64_t round = ++round_;
   if (UsesLines(bytes, board_->nranks())) return OneShotLines(op, first, count, round, abort, timeout_ms);
   PublishInput(op, round, first, count);
-  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * DataTypeSize(args.dtype);
-  return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms);
+  const size_t size = DataTypeSize(args.dtype);
+  uint8_t* out = static_cast<uint8_t*>(op.recv) + first * size;
+  // Our operand from the input where it may be, not from the slot: the
+  // slot's line may still wait for its ownership after the publish.
+  const uint8_t* own =
+      OwnInputIfReadable(op, static_cast<const uint8_t*>(op.send) + first * size, out, bytes, board_->rank());
+  return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms, own);
 }
 
 bool BoardAllReduce::UsesLines(size_t bytes, int nranks) {
@@ -146,14 +163,10 @@ Status BoardAllReduce::OneShotLines(const Operation& op, size_t first, size_t co
   const uint8_t* input = static_cast<const uint8_t*>(op.send) + first * size;
   uint8_t* out = static_cast<uint8_t*>(op.recv) + first * size;
   const int self = board_->rank();
-  // This rank's operand is its input itself, unless it must be scaled
-  // first, or the fold could overwrite it before its turn: in place past
-  // ranks 0 and 1 (the kernels allow only exact aliasing, which ranks 0 and
-  // 1 have), or overlapping the output at another address.
+  // This rank's operand is its input itself where it may be, else a copy.
   alignas(64) uint8_t own[shm::kBoardLinesMaxBytes];
-  const bool overlaps = input < out + bytes && out < input + bytes;
-  const uint8_t* mine = input;
-  if (op.premultiply || (overlaps && (self >= 2 || input != out))) {
+  const uint8_t* mine = OwnInputIfReadable(op, input, out, bytes, self);
+  if (mine == nullptr) {
     ScaledInput(op, own, input, count);
     mine = own;
   }
@@ -174,9 +187,14 @@ Status BoardAllReduce::OneShotLines(const Operation& op, size_t first, size_t co
 }
 
 Status BoardAllReduce::FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,
-                                       size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms) {
+                                       size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms,
+                                       const uint8_t* own) {
   return FoldOperands(op, board_->nranks(), dst, count, nullptr, nullptr,
                       [&](int rank, uint8_t*, const uint8_t** at) -> Status {
+                        if (own != nullptr && rank == board_->rank()) {
+                          *at = own;
+                          return Status::Ok();
+                        }
                         const uint8_t* payload = nullptr;
                         CHORUS_RETURN_IF_ERROR(AwaitPeer(rank, round, round_bytes, &abort, timeout_ms, &payload));
                         *at = payload + offset;

@@ -156,9 +156,11 @@ class BoardAllReduce final : public NativeProvider {
   void PublishInput(const Operation& op, uint64_t round, size_t first, size_t count);
   // dst[0, count) = the elements at byte `offset` of every rank's slot of
   // `round` (each `round_bytes` long), folded in rank order as the oneshot
-  // schedule folds (dst = first op second), then divided for Avg.
+  // schedule folds (dst = first op second), then divided for Avg. `own`:
+  // this rank's operand, read there instead of its slot (nullptr: the slot).
   Status FoldInRankOrder(const Operation& op, uint8_t* dst, size_t offset, size_t count, uint64_t round,
-                         size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms);
+                         size_t round_bytes, const std::atomic<bool>& abort, int timeout_ms,
+                         const uint8_t* own = nullptr);
 
   // board_->Await, noting `peer` in stuck_peer_ when it fails.
   Status AwaitPeer(int peer, uint64_t round, size_t bytes, const std::atomic<bool>* abort, int timeout_ms,
