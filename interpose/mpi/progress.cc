@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/asymmetric_fence.h"
+#include "interpose/mpi/asymmetric_fence.h"
 #include "interpose/mpi/report.h"
 
 namespace chorus_mpi {
@@ -72,7 +72,7 @@ struct Helper {
   // One PMPI_Iprobe, unless the wait ended or MPI is finalizing.
   void Probe(const WaitSlot& slot, uint64_t mark) {
     probing.store(true, std::memory_order_seq_cst);
-    chorus::HeavyFence(chorus::FenceScope::kProcess);
+    HeavyFence();
     if (!stopped.load(std::memory_order_seq_cst) && slot.mark.load(std::memory_order_relaxed) == mark) {
       int flag = 0;
       PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
@@ -139,7 +139,7 @@ __attribute__((tls_model("initial-exec"))) thread_local WaitSlot* thread_slot = 
 Helper* Started() {
   static Helper* const started = [] {
     if (!ProgressHelperEnabled()) return static_cast<Helper*>(nullptr);
-    chorus::LightFenceIsCompilerBarrier(chorus::FenceScope::kProcess);  // registers before a wait relies on it
+    LightFenceIsCompilerBarrier();  // registers before a wait relies on it
     helper = new Helper();     // never freed: the thread may outlive MPI_Finalize's caller
     std::thread([] { helper->Run(); }).detach();
     return helper;
@@ -164,7 +164,7 @@ ProgressWatch::ProgressWatch() {
 ProgressWatch::~ProgressWatch() {
   if (slot_ == nullptr) return;
   slot_->mark.store(mark_ + 1, std::memory_order_release);
-  chorus::LightFence(chorus::FenceScope::kProcess);
+  LightFence();
   helper->AwaitNoProbe();  // none runs once we return
 }
 

@@ -14,7 +14,7 @@
 // thread that is. A short wait costs two plain stores to the thread's own
 // slot, a compiler barrier and a load: no lock and no atomic
 // read-modify-write (the helper's side of the handshake is a membarrier,
-// src/base/asymmetric_fence.h). CHORUS_MPI_PROGRESS=0 turns the helper off.
+// asymmetric_fence.h). CHORUS_MPI_PROGRESS=0 turns the helper off.
 #pragma once
 
 #include <stdint.h>

@@ -8,7 +8,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "base/asymmetric_fence.h"
 #include "base/spin_wait.h"
 #include "transports/shm/shm_futex.h"
 #include "transports/shm/shm_names.h"
@@ -48,11 +47,7 @@ ShmBoard::ShmBoard(int rank, std::vector<Member> members, WaitPolicy policy, con
       own_header_(members_[rank].header),
       own_pid_(members_[rank].pid),
       policy_(policy),
-      own_heap_(own_heap) {
-  // Registers this process for the peers' heavy fences now, not in the
-  // first round (the kernel may take milliseconds to register).
-  LightFenceIsCompilerBarrier(FenceScope::kHost);
-}
+      own_heap_(own_heap) {}
 
 bool ShmBoard::PeersReadInPlace(const void* pointer, size_t bytes) const {
   const bool in_heap = own_heap_ != nullptr && own_heap_->Shares(pointer, bytes);
@@ -73,20 +68,16 @@ void ShmBoard::Publish(uint64_t round, size_t bytes) {
   BoardSlot& slot = own_area_->slots[round & 1];
   slot.bytes = static_cast<uint32_t>(bytes);
   slot.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
-  // The round, then the peers' `sleeping` flags, pairing with SleepOnce
-  // (Dekker), so a peer either sees our round or we see that it sleeps and
-  // wake it. This side is the common one: a compiler barrier, where the
-  // sleeper's heavy fence is a membarrier (base/asymmetric_fence.h). A
-  // seq_cst store instead, whose wait for the line's ownership delays the
-  // reads of the peers' slots, cost 2 ranks 3 % of an 8-byte allreduce
-  // (0.365 against 0.355 us, ten interleaved runs).
+  // seq_cst store, then seq_cst loads of the peers' `sleeping` flags: pairs
+  // with SleepOnce (Dekker), so a peer either sees our round or we see that
+  // it sleeps and wake it. (A release store without the fence measured the
+  // same, 2 ranks pinned, and could miss a wake-up.)
   TsanBoardRelease(own_header_, round);
-  slot.round.store(round, std::memory_order_release);
-  LightFence(FenceScope::kHost);
+  slot.round.store(round, std::memory_order_seq_cst);
   for (int peer = 0; peer < nranks_; ++peer) {
     if (peer == rank_) continue;
     SegmentHeader* header = members_[peer].header;
-    if (header->sleeping.load(std::memory_order_relaxed) != 0) WakeOwner(header);
+    if (header->sleeping.load(std::memory_order_seq_cst) != 0) WakeOwner(header);
   }
 }
 
@@ -192,7 +183,6 @@ Status ShmBoard::Ready(int peer, uint64_t round, size_t bytes, const uint8_t** p
 void ShmBoard::SleepOnce(const BoardSlot& slot, uint64_t round, int64_t timeout_us) {
   const uint32_t word = own_header_->futex_word.load(std::memory_order_acquire);
   own_header_->sleeping.store(1, std::memory_order_seq_cst);
-  HeavyFence(FenceScope::kHost);  // pairs with Publish's LightFence
   if (slot.round.load(std::memory_order_seq_cst) != round && own_header_->closed.load(std::memory_order_acquire) == 0) {
     FutexWait(&own_header_->futex_word, word, timeout_us);
   }
