@@ -144,7 +144,8 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const size_t size = DataTypeSize(args.dtype);
   uint8_t* out = static_cast<uint8_t*>(op.recv) + first * size;
   // Our operand from the input where it may be, not from the slot: the
-  // slot's line may still wait for its ownership after the publish.
+  // peers take the slot's line to read the round, and a load would wait for
+  // it to come back (2 ranks, 8 B: 0.36 against 0.30 us per call).
   const uint8_t* own =
       OwnInputIfReadable(op, static_cast<const uint8_t*>(op.send) + first * size, out, bytes, board_->rank());
   return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms, own);
