@@ -139,7 +139,7 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   const CollectiveArgs& args = op.args;
   const size_t bytes = count * DataTypeSize(args.dtype);
   const uint64_t round = ++round_;
-  if (UsesLines(bytes, board_->nranks())) return OneShotLines(op, first, count, round, abort, timeout_ms);
+  if (UsesLines(bytes)) return OneShotLines(op, first, count, round, abort, timeout_ms);
   PublishInput(op, round, first, count);
   const size_t size = DataTypeSize(args.dtype);
   uint8_t* out = static_cast<uint8_t*>(op.recv) + first * size;
@@ -151,9 +151,9 @@ Status BoardAllReduce::OneShotPiece(const Operation& op, size_t first, size_t co
   return FoldInRankOrder(op, out, 0, count, round, bytes, abort, timeout_ms, own);
 }
 
-bool BoardAllReduce::UsesLines(size_t bytes, int nranks) {
+bool BoardAllReduce::UsesLines(size_t bytes) const {
   // Up to the slot's first line the payload travels with the round word.
-  return bytes > shm::kBoardInlineBytes && bytes <= LinesMaxBytes(nranks);
+  return bytes > shm::kBoardInlineBytes && bytes <= LinesMaxBytes(board_->nranks(), board_->shares_cores());
 }
 
 Status BoardAllReduce::OneShotLines(const Operation& op, size_t first, size_t count, uint64_t round,

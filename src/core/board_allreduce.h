@@ -132,12 +132,18 @@ class BoardAllReduce final : public NativeProvider {
   // Board rounds so far (tests).
   uint64_t rounds() const { return round_; }
   // The largest piece that goes in line mode on a board of `nranks`: the
-  // line area's 4 KiB for two ranks, 2 KiB beyond. Measured on 2 cores
-  // (all_reduce_perf, interleaved): 2 processes at 4 KiB 1.34-1.47 us by
-  // lines against 1.58-1.72 by the contiguous slot; 4 processes sharing the
-  // cores 6.0-7.0 against 5.4-5.5 us, where each rank reads three peers'
-  // lines as they land.
-  static size_t LinesMaxBytes(int nranks) { return nranks == 2 ? shm::kBoardLinesMaxBytes : 2048; }
+  // line area's 4 KiB for two ranks, 2 KiB beyond; none where ranks share
+  // cores. Lines pay when a reader takes them as they land, which a rank
+  // that yields at once does not: it waits for the round word and then
+  // copies every line out before folding, where the slot is folded in
+  // place. Measured on 2 cores (all_reduce_perf, interleaved): 2 processes
+  // at 4 KiB 1.34-1.47 us by lines against 1.58-1.72 by the contiguous
+  // slot; 4 processes sharing the cores at 1 KiB 3.2-4.4 against 2.7-4.2
+  // us, at 2 KiB 4.1-5.9 against 3.8-4.3.
+  static size_t LinesMaxBytes(int nranks, bool shares_cores) {
+    if (shares_cores) return 0;
+    return nranks == 2 ? shm::kBoardLinesMaxBytes : 2048;
+  }
 
  private:
   Status OneShotPiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,
@@ -145,7 +151,7 @@ class BoardAllReduce final : public NativeProvider {
   // Line mode (shm_layout.h) for pieces past the slot's first line and up
   // to LinesMaxBytes(nranks): the same fold, the operands taken line by
   // line.
-  static bool UsesLines(size_t bytes, int nranks);
+  bool UsesLines(size_t bytes) const;
   Status OneShotLines(const Operation& op, size_t first, size_t count, uint64_t round, const std::atomic<bool>& abort,
                       int timeout_ms);
   Status TwoPhasePiece(const Operation& op, size_t first, size_t count, const std::atomic<bool>& abort,

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -150,7 +151,8 @@ std::string SweepTypesAndOps(chorusComm_t comm, int rank, int nranks, Algorithm 
     const auto dtype = static_cast<chorusDataType_t>(t);
     const size_t size = DataTypeSize(dtype);
     for (chorusRedOp_t op : kOps) {
-      const size_t lines_max = BoardAllReduce::LinesMaxBytes(nranks);
+      // Where ranks share cores there is no line mode: the same sizes by the slot.
+      const size_t lines_max = std::max<size_t>(BoardAllReduce::LinesMaxBytes(nranks, CoresShared(comm)), 2048);
       for (size_t count : {size_t{1}, size_t{3}, size_t{17}, lines_max / size, lines_max / size + 1,
                            kBoardTinyBytes / size, kBoardTinyBytes / size + 5,
                            size_t{40000} / size, shm::kBoardPayloadBytes / size,

@@ -69,6 +69,9 @@ class ShmBoard {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  // Ranks outnumber the CPUs they may run on (the transport's shares_cores,
+  // alike on every rank of the host): waits yield instead of spinning.
+  bool shares_cores() const { return policy_.yield_when_idle; }
   static constexpr size_t capacity() { return kBoardPayloadBytes; }
 
   // Where this rank writes its payload for `round` before Publish.
