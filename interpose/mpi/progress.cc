@@ -54,6 +54,11 @@ struct Helper {
 
   static void Release(void* slot) { static_cast<WaitSlot*>(slot)->in_use.store(false, std::memory_order_release); }
 
+  // pthread_atfork: a fork while the helper scans the slots would leave the
+  // child's copy of slots_mutex locked for good; it is held across the fork.
+  static void LockSlots();
+  static void UnlockSlots();
+
   WaitSlot* Claim() {
     std::lock_guard<std::mutex> lock(slots_mutex);
     WaitSlot* slot = nullptr;
@@ -73,7 +78,7 @@ struct Helper {
   void Probe(const WaitSlot& slot, uint64_t mark) {
     probing.store(true, std::memory_order_seq_cst);
     HeavyFence();
-    if (!stopped.load(std::memory_order_seq_cst) && slot.mark.load(std::memory_order_relaxed) == mark) {
+    if (!stopped.load(std::memory_order_seq_cst) && slot.mark.load(std::memory_order_acquire) == mark) {
       int flag = 0;
       PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
     }
@@ -130,6 +135,9 @@ struct Helper {
 
 Helper* helper = nullptr;
 
+void Helper::LockSlots() { helper->slots_mutex.lock(); }
+void Helper::UnlockSlots() { helper->slots_mutex.unlock(); }
+
 // This thread's slot (initial-exec: a plain load off the thread pointer,
 // where the default model calls __tls_get_addr).
 __attribute__((tls_model("initial-exec"))) thread_local WaitSlot* thread_slot = nullptr;
@@ -140,7 +148,8 @@ Helper* Started() {
   static Helper* const started = [] {
     if (!ProgressHelperEnabled()) return static_cast<Helper*>(nullptr);
     LightFenceIsCompilerBarrier();  // registers before a wait relies on it
-    helper = new Helper();     // never freed: the thread may outlive MPI_Finalize's caller
+    helper = new Helper();  // never freed: the thread may outlive MPI_Finalize's caller
+    pthread_atfork(&Helper::LockSlots, &Helper::UnlockSlots, &Helper::UnlockSlots);
     std::thread([] { helper->Run(); }).detach();
     return helper;
   }();
@@ -158,7 +167,9 @@ ProgressWatch::ProgressWatch() {
   if (mark % 2 != 0) return;  // inside an outer watch
   slot_ = slot;
   mark_ = mark + 1;
-  slot->mark.store(mark_, std::memory_order_relaxed);
+  // Release: the helper's probes act on what this thread did before its
+  // wait (posted receives, their buffers); a plain store on x86.
+  slot->mark.store(mark_, std::memory_order_release);
 }
 
 ProgressWatch::~ProgressWatch() {
